@@ -1,0 +1,60 @@
+# CardVault: `make run` and `make test` are all a fresh Debian machine needs.
+SHELL := /bin/bash
+SWIFT ?= swift
+CONFIG ?= config/cardvault.json
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+RELEASE_BIN := .build/release/cardvault
+SWIFT_STRICT := -Xswiftc -warnings-as-errors
+
+# Debian packages, by what needs them.
+PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config
+PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv
+PACKAGES_BENCH := $(PACKAGES_BUILD) nginx-light wrk postgresql postgresql-contrib
+
+.PHONY: run test bench clean build release keys deps-build deps-test deps-bench
+
+## run: install what is missing, build in release mode, create development keys, start the daemon
+run: deps-build release keys
+	@echo "CardVault listening on http://127.0.0.1:8080 (try: curl http://127.0.0.1:8080/health)"
+	exec $(RELEASE_BIN) serve --config $(CONFIG)
+
+## test: the same set-up, then every test (Swift unit, CLI and live tests)
+test: deps-test
+	$(SWIFT) build --build-tests $(SWIFT_STRICT)
+	$(SWIFT) test --skip-build
+
+## bench: the tokenization benchmark suite (release build)
+bench: deps-bench
+	$(SWIFT) build -c release $(SWIFT_STRICT)
+	.build/release/cardvault-bench $(BENCH_ARGS)
+
+build:
+	$(SWIFT) build $(SWIFT_STRICT)
+
+release:
+	$(SWIFT) build -c release $(SWIFT_STRICT)
+
+## keys: create development keys in keys/ if absent (never committed)
+keys: release
+	@if [ ! -f keys/master.key ]; then \
+		(umask 077 && head -c 32 /dev/urandom > keys/master.key) && echo "created development key keys/master.key"; \
+	fi
+
+clean:
+	rm -rf .build bench/results bench/report.html bench/.build
+
+deps-build:
+	@$(call install_missing,$(PACKAGES_BUILD))
+deps-test:
+	@$(call install_missing,$(PACKAGES_TEST))
+deps-bench:
+	@$(call install_missing,$(PACKAGES_BENCH))
+
+# install_missing: apt-get install the listed Debian packages that dpkg does not know yet.
+define install_missing
+missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+	echo "installing Debian packages:$$missing"; \
+	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+fi
+endef

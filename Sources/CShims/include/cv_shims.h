@@ -1,0 +1,5 @@
+#ifndef CARDVAULT_CV_SHIMS_H
+#define CARDVAULT_CV_SHIMS_H
+/* Umbrella of the small C wrappers: one header per C library, prefixed cv_. */
+#include "cv_version.h"
+#endif

@@ -1,0 +1,34 @@
+import Foundation
+import Synchronization
+
+/// The source of wall-clock time. Inject it; never call `Date()` in domain code.
+public protocol WallClock: Sendable {
+    var now: Date { get }
+}
+
+/// The system's real time.
+public struct SystemClock: WallClock {
+    public init() {}
+    public var now: Date { Date() }
+}
+
+/// A clock tests move by hand.
+public final class ManualClock: WallClock {
+    private let current: Mutex<Date>
+
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) {  // 2026-01-01T00:00:00Z
+        current = Mutex(start)
+    }
+
+    public var now: Date { current.withLock { $0 } }
+
+    /// Moves the clock forward by `seconds`.
+    public func advance(by seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+
+    /// Sets the clock to `date`.
+    public func set(_ date: Date) {
+        current.withLock { $0 = date }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// The `cardvault` command line: finds the subcommand and maps errors to exit codes.
+enum CardVaultCLI {
+    /// Every subcommand, in the order `cardvault --help` lists them.
+    static let commands: [any Command.Type] = [
+        VersionCommand.self,
+    ]
+
+    static var help: String {
+        var text = "usage: cardvault <command> [options]\n\ncommands:\n"
+        for command in commands {
+            text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.summary + "\n"
+        }
+        text += "\nRun `cardvault <command> --help` for a command's options."
+        return text
+    }
+
+    /// Runs the command named in `argv` and returns the process exit status.
+    static func run(_ argv: [String]) -> Int32 {
+        var rest = Array(argv.dropFirst())
+        guard let word = rest.first else {
+            printError("cardvault: missing command (try `cardvault --help`)")
+            return 64
+        }
+        if word == "--help" || word == "-h" || word == "help" {
+            print(help)
+            return 0
+        }
+        guard let command = commands.first(where: { $0.name == word }) else {
+            printError("cardvault: unknown command '\(word)' (try `cardvault --help`)")
+            return 64
+        }
+        rest.removeFirst()
+        var arguments = Arguments(rest)
+        if arguments.wantsHelp() {
+            print(command.help)
+            return 0
+        }
+        do {
+            return try command.run(&arguments)
+        } catch let error as UsageError {
+            printError("cardvault \(command.name): \(error.reason)")
+            return 64
+        } catch let failure as CommandFailure {
+            printError("cardvault \(command.name): \(failure.message)")
+            return failure.status
+        } catch {
+            printError("cardvault \(command.name): \(error)")
+            return 1
+        }
+    }
+}

@@ -1,0 +1,22 @@
+import CShims
+
+/// `cardvault version`: the program's and its C libraries' versions.
+enum VersionCommand: Command {
+    static let name = "version"
+    static let summary = "print the version of cardvault and of the C libraries it runs on"
+    static let help = """
+        usage: cardvault version
+
+        Prints the CardVault version and the OpenSSL and libmicrohttpd versions in use.
+        """
+
+    static let version = "0.1.0"
+
+    static func run(_ arguments: inout Arguments) throws -> Int32 {
+        try arguments.finish()
+        print("cardvault \(version)")
+        print("openssl \(String(cString: cv_openssl_version()))")
+        print("libmicrohttpd \(String(cString: cv_microhttpd_version()))")
+        return 0
+    }
+}

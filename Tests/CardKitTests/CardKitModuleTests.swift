@@ -1,0 +1,6 @@
+import Testing
+@testable import CardKit
+
+@Test func moduleIsNamed() {
+    #expect(CardKitModule.name == "CardKit")
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import HTTPServer
+
+@Test func moduleIsNamed() {
+    #expect(HTTPServerModule.name == "HTTPServer")
+}

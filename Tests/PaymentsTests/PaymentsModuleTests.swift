@@ -1,0 +1,6 @@
+import Testing
+@testable import Payments
+
+@Test func moduleIsNamed() {
+    #expect(PaymentsModule.name == "Payments")
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import VaultAPI
+
+@Test func moduleIsNamed() {
+    #expect(VaultAPIModule.name == "VaultAPI")
+}

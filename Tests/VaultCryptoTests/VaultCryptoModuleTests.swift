@@ -1,0 +1,6 @@
+import Testing
+@testable import VaultCrypto
+
+@Test func moduleIsNamed() {
+    #expect(VaultCryptoModule.name == "VaultCrypto")
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import VaultStore
+
+@Test func moduleIsNamed() {
+    #expect(VaultStoreModule.name == "VaultStore")
+}
