@@ -46,3 +46,23 @@ import Testing
         #expect(Set(bytes).count > 1)
     }
 }
+
+@Suite struct FingerprintKeyTests {
+    @Test func eachClientGetsItsOwnStableKey() throws {
+        let secret = SymmetricKey.random()
+        let keys = DerivedFingerprintKeys(secret: secret)
+        let pan = Array("4970107111111119".utf8)
+        let a1 = HMACSHA256.authenticationCode(for: pan, using: try keys.fingerprintKey(forClient: "client-a"))
+        let a2 = HMACSHA256.authenticationCode(for: pan, using: try keys.fingerprintKey(forClient: "client-a"))
+        let b = HMACSHA256.authenticationCode(for: pan, using: try keys.fingerprintKey(forClient: "client-b"))
+        let aOtherSecret = HMACSHA256.authenticationCode(
+            for: pan, using: try DerivedFingerprintKeys(secret: SymmetricKey.random()).fingerprintKey(forClient: "client-a"))
+        #expect(a1 == a2)
+        #expect(a1 != b)
+        #expect(a1 != aOtherSecret)
+        // Same derivation as HKDF directly: the cache does not change the result.
+        let direct = try HKDF.deriveKey(
+            inputKeyMaterial: secret, salt: Array("cardvault fingerprint key v1".utf8), info: Array("client-a".utf8))
+        #expect(HMACSHA256.authenticationCode(for: pan, using: direct) == a1)
+    }
+}
