@@ -71,7 +71,7 @@ public struct BrandCatalog: Sendable {
     /// For inputs shorter than the longest pattern, returns a brand only when every number starting with these
     /// digits has it (`"4111"` is Visa, `"6"` is undecided). The hot path: no allocation.
     /// - Parameter digits: ASCII digits, most significant first; only the first eight are read. A non-digit
-    ///   stops the match there.
+    ///   ends the input there, as if it were shorter.
     public func brand(forDigits digits: UnsafeBufferPointer<UInt8>) -> CardBrand? {
         lookup(digits)
     }
@@ -114,7 +114,7 @@ public struct BrandCatalog: Sendable {
             var fellOff = false
             while depth < limit {
                 let digit = Int(digits[depth] &- 0x30)
-                guard digit < 10 else { fellOff = true; break }
+                guard digit < 10 else { break }
                 let child = Int(children[node &* 10 &+ digit])
                 if child == 0 { fellOff = true; break }
                 node = child
