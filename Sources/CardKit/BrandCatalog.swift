@@ -45,8 +45,8 @@ public struct BrandCatalog: Sendable {
 
     /// `children[node * 10 + digit]`: the child node, or 0 for none (node 0 is the root, never a child).
     private let children: [Int32]
-    /// Per node: the brand index + 1 that wins for numbers whose walk ends here, or 0 for none.
-    private let resolved: [UInt8]
+    /// Per node: the brand that wins for numbers whose walk ends here, or nil for none.
+    private let resolved: [CardBrand?]
     /// Per node: the brands (bit = brand index; bit 31 = no brand) of every number that starts with the node's path.
     private let reachable: [UInt32]
 
@@ -96,8 +96,7 @@ public struct BrandCatalog: Sendable {
             let child = Int(children[node &* 10 &+ digit])
             if child == 0 {
                 // Every completion leaves the trie here, so the node's winner decides.
-                let index = Int(resolved[node])
-                return index == 0 ? [] : [Self.brands[index - 1]]
+                return resolved[node].map { [$0] } ?? []
             }
             node = child
             depth += 1
@@ -120,16 +119,11 @@ public struct BrandCatalog: Sendable {
                 node = child
                 depth &+= 1
             }
-            let index: Int
-            if fellOff || depth == Self.maximumPrefixLength {
-                index = Int(resolved[node])
-            } else {
-                // The input ended inside the trie: decided only if every completion has the same brand.
-                let mask = reachable[node]
-                guard mask.nonzeroBitCount == 1, mask != Self.noBrandBit else { return nil }
-                index = mask.trailingZeroBitCount + 1
-            }
-            return index == 0 ? nil : Self.brands[index &- 1]
+            if fellOff || depth == Self.maximumPrefixLength { return resolved[node] }
+            // The input ended inside the trie: decided only if every completion has the same brand.
+            let mask = reachable[node]
+            guard mask.nonzeroBitCount == 1, mask != Self.noBrandBit else { return nil }
+            return Self.brands[mask.trailingZeroBitCount]
         }
     }
 }
@@ -189,13 +183,14 @@ private struct TrieBuilder {
     }
 
     /// Resolves, for every node, the strongest range on its path and the set of brands reachable below it.
-    func compile() -> (children: [Int32], resolved: [UInt8], reachable: [UInt32]) {
-        var resolved = [UInt8](repeating: 0, count: own.count)
+    func compile() -> (children: [Int32], resolved: [CardBrand?], reachable: [UInt32]) {
+        let brands = CardBrand.allCases
+        var resolved = [CardBrand?](repeating: nil, count: own.count)
         var reachable = [UInt32](repeating: 0, count: own.count)
         func visit(_ node: Int, depth: Int, inherited: Strength?) {
             var best = inherited
             if let mine = own[node], best.map({ $0 < mine }) ?? true { best = mine }
-            resolved[node] = best.map { UInt8($0.brandIndex + 1) } ?? 0
+            resolved[node] = best.map { brands[$0.brandIndex] }
             let here: UInt32 = best.map { 1 << UInt32($0.brandIndex) } ?? (1 << 31)
             var mask: UInt32 = 0
             var hasExit = depth == BrandCatalog.maximumPrefixLength

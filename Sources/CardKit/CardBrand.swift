@@ -49,19 +49,25 @@ public enum CardBrand: String, CaseIterable, Hashable, Sendable, Codable {
     ///
     /// Source: braintree/credit-card-type `src/lib/card-types.ts` (`lengths`); RuPay from the Wikipedia table
     /// "Payment card number" (16). See /work/shared/reference/vaults-pci-brands.md section 5.
-    public var lengths: CardLengths {
+    public var lengths: CardLengths { CardLengths(mask: lengthMask) }
+
+    /// The lengths as a bit mask (bit n set: n digits allowed); a switch over constants, so the hot path never
+    /// builds an array.
+    private var lengthMask: UInt64 {
+        let l12: UInt64 = 1 << 12, l13: UInt64 = 1 << 13, l14: UInt64 = 1 << 14, l15: UInt64 = 1 << 15
+        let l16: UInt64 = 1 << 16, l17: UInt64 = 1 << 17, l18: UInt64 = 1 << 18, l19: UInt64 = 1 << 19
         switch self {
-        case .visa: [16, 18, 19]
-        case .mastercard: [16]
-        case .amex: [15]
-        case .discover: [16, 19]
-        case .diners: [14, 16, 19]
-        case .jcb: [16, 17, 18, 19]
-        case .unionpay: [14, 15, 16, 17, 18, 19]
-        case .maestro: [12, 13, 14, 15, 16, 17, 18, 19]
-        case .mir: [16, 17, 18, 19]
-        case .elo, .hiper, .hipercard, .troy, .rupay, .naranja: [16]
-        case .verve: [16, 18, 19]
+        case .visa: return l16 | l18 | l19
+        case .mastercard: return l16
+        case .amex: return l15
+        case .discover: return l16 | l19
+        case .diners: return l14 | l16 | l19
+        case .jcb: return l16 | l17 | l18 | l19
+        case .unionpay: return l14 | l15 | l16 | l17 | l18 | l19
+        case .maestro: return l12 | l13 | l14 | l15 | l16 | l17 | l18 | l19
+        case .mir: return l16 | l17 | l18 | l19
+        case .elo, .hiper, .hipercard, .troy, .rupay, .naranja: return l16
+        case .verve: return l16 | l18 | l19
         }
     }
 
@@ -79,8 +85,9 @@ public enum CardBrand: String, CaseIterable, Hashable, Sendable, Codable {
     }
 
     /// True when a number of `length` digits is a valid length for this brand.
-    @inlinable
-    public func acceptsLength(_ length: Int) -> Bool { lengths.contains(length) }
+    public func acceptsLength(_ length: Int) -> Bool {
+        length >= 0 && length < 64 && lengthMask & (1 << UInt64(length)) != 0
+    }
 }
 
 /// The name and size of a brand's card security code (CVV, CVC, CID, CVN, CVE, CVP2).
@@ -99,7 +106,9 @@ public struct SecurityCodeSpec: Hashable, Sendable {
 
 /// A small set of card number lengths (each 0–63), stored as a bit mask so that membership is one instruction.
 public struct CardLengths: Hashable, Sendable, ExpressibleByArrayLiteral, Sequence {
-    @usableFromInline let mask: UInt64
+    let mask: UInt64
+
+    init(mask: UInt64) { self.mask = mask }
 
     /// Creates the set of the given lengths.
     public init(arrayLiteral elements: Int...) {
@@ -109,7 +118,6 @@ public struct CardLengths: Hashable, Sendable, ExpressibleByArrayLiteral, Sequen
     }
 
     /// True when `length` is in the set.
-    @inlinable
     public func contains(_ length: Int) -> Bool {
         guard length >= 0, length < 64 else { return false }
         return mask & (1 << UInt64(length)) != 0

@@ -25,7 +25,7 @@ public struct CardNumberCheck: Hashable, Sendable {
     /// - Parameters:
     ///   - digits: the card number as ASCII digits, most significant first.
     ///   - catalog: the brand table to detect with.
-    public init(asciiDigits digits: UnsafeBufferPointer<UInt8>, catalog: BrandCatalog = .standard) {
+    public init(asciiDigits digits: UnsafeBufferPointer<UInt8>, catalog: borrowing BrandCatalog = .standard) {
         let count = digits.count
         length = count
         let luhn = Luhn.isValid(digits)

@@ -6,21 +6,22 @@ public enum Luhn {
     /// - Parameter digits: ASCII digits (`0x30`–`0x39`), most significant first.
     @inlinable
     public static func isValid(_ digits: UnsafeBufferPointer<UInt8>) -> Bool {
-        var sum = 0
-        var double = false
         var index = digits.count
         guard index > 0 else { return false }
-        while index > 0 {
-            index &-= 1
-            let digit = Int(digits[index] &- 0x30)
-            guard digit < 10 else { return false }
-            if double {
-                let twice = digit &* 2
-                sum &+= twice > 9 ? twice &- 9 : twice
-            } else {
-                sum &+= digit
-            }
-            double.toggle()
+        // Two digits per step from the right: the rightmost of each pair as is, the other doubled (digit sum).
+        var sum: UInt32 = 0
+        while index >= 2 {
+            let plain = UInt32(digits[index &- 1] &- 0x30)
+            let doubled = UInt32(digits[index &- 2] &- 0x30)
+            if plain > 9 || doubled > 9 { return false }
+            let twice = doubled &* 2
+            sum &+= plain &+ (twice > 9 ? twice &- 9 : twice)
+            index &-= 2
+        }
+        if index == 1 {
+            let plain = UInt32(digits[0] &- 0x30)
+            if plain > 9 { return false }
+            sum &+= plain
         }
         return sum % 10 == 0
     }
