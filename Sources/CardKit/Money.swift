@@ -66,7 +66,8 @@ public struct Money: Hashable, Sendable, CustomStringConvertible {
         let exponent = currency.minorUnits
         let sign = minorUnits < 0 ? "-" : ""
         guard exponent > 0 else { return sign + digits }
-        let padded = digits.count > exponent ? digits : String(repeating: "0", count: exponent + 1 - digits.count) + digits
+        let padded =
+            digits.count > exponent ? digits : String(repeating: "0", count: exponent + 1 - digits.count) + digits
         let split = padded.index(padded.endIndex, offsetBy: -exponent)
         return sign + padded[..<split] + "." + padded[split...]
     }

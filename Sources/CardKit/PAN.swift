@@ -15,7 +15,7 @@ public struct PAN: Hashable, Sendable, CustomStringConvertible, CustomDebugStrin
     /// Parses a card number as a shopper types it: digits, with any spaces and dashes ignored.
     /// - Throws: ``CardValidationError`` with code `invalidCharacter`, `invalidLength`, `luhnFailed` or
     ///   `unknownBrand` (and `invalidLength` when the brand issues no numbers of that length).
-    public init(_ text: String, catalog: BrandCatalog = .standard) throws(CardValidationError) {
+    public init(_ text: String, catalog: borrowing BrandCatalog = .standard) throws(CardValidationError) {
         var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of stack: room for 19 digits
         let result: Result<PAN, CardValidationError> = withUnsafeMutableBytes(of: &buffer) { raw in
             var length = 0
@@ -40,7 +40,7 @@ public struct PAN: Hashable, Sendable, CustomStringConvertible, CustomDebugStrin
 
     /// Builds a PAN from ASCII digits only (no separators), as stored in the vault.
     /// - Throws: ``CardValidationError`` as ``init(_:catalog:)``.
-    public init(validating digits: UnsafeBufferPointer<UInt8>, catalog: BrandCatalog = .standard)
+    public init(validating digits: UnsafeBufferPointer<UInt8>, catalog: borrowing BrandCatalog = .standard)
         throws(CardValidationError)
     {
         let check = CardNumberCheck(asciiDigits: digits, catalog: catalog)

@@ -35,7 +35,8 @@ enum InspectCommand: Command {
         output.reserveCapacity(1 << 16)
         let interactive = isatty(1) != 0
         while let line = try reader.nextLine() {
-            let json = line.overlong ? describeOverlongLine() : line.bytes.withUnsafeBufferPointer { describe(line: $0) }
+            let json =
+                line.overlong ? describeOverlongLine() : line.bytes.withUnsafeBufferPointer { describe(line: $0) }
             output.append(contentsOf: json.utf8)
             output.append(0x0A)
             if interactive || output.count >= 1 << 15 { try flush(&output) }

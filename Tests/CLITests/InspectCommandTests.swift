@@ -91,9 +91,9 @@ import Testing
 
     @Test func neverPrintsAFullNumber() throws {
         let spaced = Self.numbers.map { number in
-            stride(from: 0, to: number.count, by: 4).map { offset -> String in
-                let start = number.index(number.startIndex, offsetBy: offset)
-                return String(number[start..<(number.index(start, offsetBy: 4, limitedBy: number.endIndex) ?? number.endIndex)])
+            let characters = Array(number)
+            return stride(from: 0, to: characters.count, by: 4).map { offset in
+                String(characters[offset..<min(offset + 4, characters.count)])
             }.joined(separator: " ")
         }
         let result = try CLIProcess.run(["inspect"], stdin: (Self.numbers + spaced).joined(separator: "\n") + "\n")

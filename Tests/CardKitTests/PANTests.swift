@@ -3,7 +3,8 @@ import CardKit
 
 @Suite struct PANTests {
     @Test(arguments: [
-        "4970107111111119", "4970 1071 1111 1119", "4970-1071-1111-1119", " 4970 1071-1111 1119 ", "4970--10711111 1119",
+        "4970107111111119", "4970 1071 1111 1119", "4970-1071-1111-1119", " 4970 1071-1111 1119 ",
+        "4970--10711111 1119",
     ])
     func stripsSpacesAndDashes(text: String) throws {
         let pan = try PAN(text)
