@@ -51,6 +51,8 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
             options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)settings->tls_trust_pem};
         }
     }
+    /* Strict parsing: an HTTP/1.1 request without Host, or with a malformed header, gets 400. */
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL};
     if (settings->uri_callback) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings->uri_callback, cls};
     }

@@ -50,7 +50,7 @@ public struct ServerConfiguration: Sendable {
         host: String = "127.0.0.1",
         port: Int = 8080,
         maxBodyBytes: Int = 1 << 20,
-        maxHeaderBytes: Int = 16 << 10,
+        maxHeaderBytes: Int = 8 << 10,
         connectionTimeoutSeconds: Int = 30,
         threads: Int = 2,
         threadingMode: ThreadingMode = .eventLoop,

@@ -44,7 +44,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
 
         public init(
             maxBodyBytes: Int = 1 << 20,
-            maxHeaderBytes: Int = 16 << 10,
+            maxHeaderBytes: Int = 8 << 10,
             connectionTimeoutSeconds: Int = 30,
             threads: Int = 2,
             shutdownGracePeriodSeconds: Int = 10
