@@ -21,8 +21,12 @@ public struct Request: Sendable, CustomStringConvertible, CustomReflectable {
     public var parameters: [String: String]
     /// The route pattern that matched (`/v2.01/:clientId/cards/:id`), empty when none did.
     public var route: String
-    /// A logger carrying this request's id.
-    public var logger: Logger
+    /// The server's logger; ``logger`` adds this request's id to it.
+    public var baseLogger: Logger
+
+    /// A logger carrying this request's id (built when asked for, so requests that log nothing
+    /// pay nothing).
+    public var logger: Logger { baseLogger.with(["requestId": .string(requestID)]) }
 
     /// Creates a request; `target` is the path with an optional `?query`.
     public init(
@@ -48,7 +52,7 @@ public struct Request: Sendable, CustomStringConvertible, CustomReflectable {
         self.requestID = requestID
         self.parameters = [:]
         self.route = ""
-        self.logger = logger
+        self.baseLogger = logger
     }
 
     /// The query string's fields.

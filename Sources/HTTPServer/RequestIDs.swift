@@ -6,20 +6,36 @@ public final class RequestIDs: Sendable {
     /// The header that carries the id both ways.
     public static let headerName = "X-Request-Id"
 
-    private let prefix: String
+    private let prefix: [UInt8]
     private let counter = Atomic<UInt64>(0)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     public init() {
         var generator = SystemRandomNumberGenerator()
         let random = generator.next() & 0xFFFF_FFFF_FFFF
-        let hex = String(random, radix: 16)
-        prefix = String(repeating: "0", count: 12 - hex.count) + hex + "-"
+        var bytes: [UInt8] = []
+        for shift in stride(from: 44, through: 0, by: -4) {
+            bytes.append(Self.hexDigits[Int((random >> UInt64(shift)) & 0xF)])
+        }
+        bytes.append(UInt8(ascii: "-"))
+        prefix = bytes
     }
 
-    /// A new id, unique within this process.
+    /// A new id, unique within this process: `<12 hex digits>-<counter in hex>`.
     public func next() -> String {
-        let value = counter.add(1, ordering: .relaxed).newValue
-        return prefix + String(value, radix: 16)
+        var value = counter.add(1, ordering: .relaxed).newValue
+        var digits = 1
+        while value >> UInt64(4 * digits) != 0 && digits < 16 { digits += 1 }
+        return String(unsafeUninitializedCapacity: prefix.count + digits) { buffer in
+            for (index, byte) in prefix.enumerated() { buffer[index] = byte }
+            var position = prefix.count + digits - 1
+            for _ in 0..<digits {
+                buffer[position] = Self.hexDigits[Int(value & 0xF)]
+                value >>= 4
+                position -= 1
+            }
+            return prefix.count + digits
+        }
     }
 
     /// The client's id if it is sane (8–64 characters of `A–Z a–z 0–9 . _ -`, and no run of twelve

@@ -230,7 +230,7 @@ final class ServerCore: Sendable {
             body: context.body,
             remoteAddress: remote,
             requestID: context.requestID,
-            logger: logger.with(["requestId": .string(context.requestID)])
+            logger: logger
         )
         context.body = []
         request.parameters = context.parameters

@@ -45,7 +45,7 @@ public struct JSONLineLogHandler: LogHandler {
         JSONText.appendString(record.level.description, to: &out)
         out.append(contentsOf: #","msg":"#.utf8)
         JSONText.appendString(record.message, to: &out)
-        let fields = record.metadata.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let fields = record.metadata.sorted { $0.key < $1.key }
         for (key, value) in fields {
             out.append(0x2C)  // ,
             JSONText.appendString(key, to: &out)
@@ -150,9 +150,19 @@ public enum ISO8601Timestamp {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let seconds = millis / 1000
         let ms = Int(millis - seconds * 1000)
-        var tmValue = tm()
-        var time = time_t(seconds)
-        gmtime_r(&time, &tmValue)
+        // Civil date from days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm),
+        // which avoids gmtime_r and the lock glibc takes inside it.
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = Int(seconds - days * 86_400)
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
+        let month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
+        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
         func digits(_ value: Int, _ width: Int) {
             var divisor = 1
             for _ in 1..<width { divisor *= 10 }
@@ -163,17 +173,17 @@ public enum ISO8601Timestamp {
                 divisor /= 10
             }
         }
-        digits(Int(tmValue.tm_year) + 1900, 4)
+        digits(year, 4)
         out.append(0x2D)
-        digits(Int(tmValue.tm_mon) + 1, 2)
+        digits(month, 2)
         out.append(0x2D)
-        digits(Int(tmValue.tm_mday), 2)
+        digits(day, 2)
         out.append(0x54)  // T
-        digits(Int(tmValue.tm_hour), 2)
+        digits(secondOfDay / 3600, 2)
         out.append(0x3A)
-        digits(Int(tmValue.tm_min), 2)
+        digits(secondOfDay / 60 % 60, 2)
         out.append(0x3A)
-        digits(Int(tmValue.tm_sec), 2)
+        digits(secondOfDay % 60, 2)
         out.append(0x2E)
         digits(ms, 3)
         out.append(0x5A)  // Z
