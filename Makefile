@@ -15,7 +15,8 @@ PACKAGES_BENCH := $(PACKAGES_BUILD) nginx-light wrk postgresql postgresql-contri
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
 run: deps-build release keys
-	@echo "CardVault listening on http://127.0.0.1:8080 (try: curl http://127.0.0.1:8080/health)"
+	@echo "Starting CardVault with $(CONFIG); it prints the URL it serves on (default http://127.0.0.1:8080)."
+	@echo "  try: curl http://127.0.0.1:8080/health   curl http://127.0.0.1:8080/metrics   stop: Ctrl-C"
 	exec $(RELEASE_BIN) serve --config $(CONFIG)
 
 ## test: the same set-up, then every test (Swift unit, CLI and live tests)
