@@ -23,7 +23,7 @@ public struct Card: Sendable, Equatable, Codable {
     public var alias: String
     /// `MMYY`.
     public var expirationDate: String
-    /// Issuer country (ISO 3166-1 alpha-3) when known; CardVault has no BIN-to-country table, so nil.
+    /// Issuer country (ISO 3166-1 alpha-3) when the configured BIN table knows it, else nil.
     public var country: String?
     public var active: Bool
     public var validity: CardValidity

@@ -56,6 +56,8 @@ public struct PendingCard: Sendable, Equatable, Codable {
     public var alias: String
     public var expirationDate: String
     public var fingerprint: String
+    /// Issuer country (alpha-3) from the BIN table, when known.
+    public var country: String?
     public var profilingReference: String
     public var tokenizedAt: Int64
 }

@@ -209,7 +209,9 @@ public struct CardRegistrationService: Sendable {
         updated.pending = PendingCard(
             cardId: cardId, tokenDigest: CardRegistration.digest(token: token), brand: card.pan.brand.rawValue,
             cardProvider: card.provider, alias: card.pan.alias, expirationDate: card.expiry.mmyy,
-            fingerprint: card.fingerprint, profilingReference: attempt.reference, tokenizedAt: now)
+            fingerprint: card.fingerprint,
+            country: environment.configuration.countryTable.country(forBIN: card.pan.bin).flatMap(CountryCode.alpha3),
+            profilingReference: attempt.reference, tokenizedAt: now)
         var vaultValue = CardNumberRecord.encode(card.pan, expiry: card.expiry)
         defer { vaultValue.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         try await mapStoreErrors {
@@ -301,7 +303,7 @@ public struct CardRegistrationService: Sendable {
                 let card = Card(
                     id: pending.cardId, clientId: clientId, userId: registration.userId, currency: registration.currency,
                     cardType: registration.cardType, cardProvider: pending.cardProvider, brand: pending.brand,
-                    alias: pending.alias, expirationDate: pending.expirationDate, country: nil, active: true,
+                    alias: pending.alias, expirationDate: pending.expirationDate, country: pending.country, active: true,
                     validity: .unknown, fingerprint: pending.fingerprint, cardHolderName: updated.cardHolderName,
                     tag: updated.tag, creationDate: now, cardRegistrationId: registration.id)
                 writes += [

@@ -19,6 +19,8 @@ public struct PaymentsConfiguration: Sendable {
     public var idempotencyRetention: TimeInterval
     /// How long a created registration may stay unfinished before it is no longer usable (24 hours).
     public var registrationLifetime: TimeInterval
+    /// BIN prefixes → issuer country, for the Card object's `Country`.
+    public var countryTable: CountryTable
 
     public init(
         publicBaseURL: String = "http://127.0.0.1:8080",
@@ -28,7 +30,8 @@ public struct PaymentsConfiguration: Sendable {
         maximumTokenizationFailures: Int = 5,
         tokenizationsPerMinutePerAddress: Int = 60,
         idempotencyRetention: TimeInterval = 24 * 3600,
-        registrationLifetime: TimeInterval = 24 * 3600
+        registrationLifetime: TimeInterval = 24 * 3600,
+        countryTable: CountryTable = .sandbox
     ) {
         var base = publicBaseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -40,5 +43,6 @@ public struct PaymentsConfiguration: Sendable {
         self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
         self.idempotencyRetention = idempotencyRetention
         self.registrationLifetime = registrationLifetime
+        self.countryTable = countryTable
     }
 }

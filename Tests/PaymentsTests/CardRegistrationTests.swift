@@ -65,6 +65,7 @@ import VaultStore
         #expect(card.active && card.validity == .unknown)
         #expect(card.currency == "EUR" && card.userId == registration.userId)
         #expect(card.cardHolderName == "John Doe")
+        #expect(card.country == "FRA")
         #expect(card.fingerprint.count == 32 && card.fingerprint.allSatisfy(\.isHexDigit))
 
         // The number is in the vault record only; the security code in memory only.
