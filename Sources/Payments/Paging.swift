@@ -67,4 +67,10 @@ public struct Page<Item: Sendable>: Sendable {
     public var items: [Item]
     public var totalItems: Int
     public var totalPages: Int
+
+    public init(items: [Item], totalItems: Int, totalPages: Int) {
+        self.items = items
+        self.totalItems = totalItems
+        self.totalPages = totalPages
+    }
 }
