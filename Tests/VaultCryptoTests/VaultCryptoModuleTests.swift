@@ -1,6 +1,0 @@
-import Testing
-@testable import VaultCrypto
-
-@Test func moduleIsNamed() {
-    #expect(VaultCryptoModule.name == "VaultCrypto")
-}

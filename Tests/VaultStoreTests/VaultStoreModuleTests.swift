@@ -1,6 +1,0 @@
-import Testing
-@testable import VaultStore
-
-@Test func moduleIsNamed() {
-    #expect(VaultStoreModule.name == "VaultStore")
-}
