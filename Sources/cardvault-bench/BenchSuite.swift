@@ -1,7 +1,7 @@
 import Foundation
 
 /// A benchmark suite: measures one part of CardVault side by side with its anchor.
-protocol BenchSuite {
+protocol BenchSuite: Sendable {
     /// The name the command line filters by, e.g. "crypto".
     var name: String { get }
     /// A one-line description for the table and the report.
@@ -47,6 +47,7 @@ final class SuiteContext {
     let progress: ProgressDisplay
     /// The suite currently running, for progress lines.
     var suiteName = ""
+    private var temporaryDirectories: [String] = []
 
     init(options: BenchOptions, progress: ProgressDisplay) {
         self.options = options
@@ -81,7 +82,15 @@ final class SuiteContext {
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         var template = Array((parent + "/" + prefix + ".XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchFailure("cannot create a directory under \(parent)") }
-        return String(cString: made)
+        let directory = String(cString: made)
+        temporaryDirectories.append(directory)
+        return directory
+    }
+
+    /// Removes every directory ``temporaryDirectory(_:)`` made.
+    func removeTemporaryDirectories() {
+        for directory in temporaryDirectories { try? FileManager.default.removeItem(atPath: directory) }
+        temporaryDirectories.removeAll()
     }
 
     /// Measures `subject` and `anchor` with `plan`: a warm-up of each, then `plan.runs` runs that

@@ -28,8 +28,8 @@ final class ChildProcess {
         let base = NSTemporaryDirectory() + "cardvault-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         outputPath = base + ".out"
         errorPath = base + ".err"
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
-        FileManager.default.createFile(atPath: errorPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle(forWritingAtPath: errorPath)
         process.standardInput = FileHandle.nullDevice
@@ -117,7 +117,7 @@ final class ChildProcess {
     /// The path of `name` on PATH (plus the sbin directories), or nil.
     static func which(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") + ["/usr/sbin", "/sbin"] {
+        for directory in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
             let candidate = directory + "/" + name
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
