@@ -40,7 +40,7 @@ final class CardVaultServer {
         ]
         child = try ChildProcess.start(
             Self.binary(in: context), ["serve", "--config", context.root + "/config/cardvault.json"],
-            environment: environment, directory: home)
+            environment: environment)
         let process = child
         do {
             try LoopbackPort.waitUntilAccepting(port, timeout: 20, what: "cardvault serve") { process.isRunning }

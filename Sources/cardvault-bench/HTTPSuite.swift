@@ -33,6 +33,7 @@ struct HTTPSuite: BenchSuite {
         let script = context.benchDirectory + "/wrk/get.lua"
         var comparisons: [Comparison] = []
         var headroom: [String] = []
+        var generator: [String] = []
         for connections in Self.connectionCounts {
             let anchorLoad = WrkLoad(url: nginx.url + "/", script: script, connections: connections)
             let anchor = Side.measured(Workload(label: "nginx, 64-byte body") { try anchorLoad.run(seconds: $0) })
@@ -48,6 +49,14 @@ struct HTTPSuite: BenchSuite {
                 note: "placeholder subject until the merchant API lands: GET /health, not the card registration flow; "
                     + "wrk -t\(anchorLoad.threads) -c\(connections) on both sides")
             comparisons.append(health)
+            if let cores = health.anchor?.generatorCores {
+                var text = "\(label): wrk used \(Formatting.significant(cores)) of its \(anchorLoad.threads) thread"
+                    + "\(anchorLoad.threads == 1 ? "" : "s")' cores against nginx"
+                if let subjectCores = health.subject?.generatorCores {
+                    text += ", \(Formatting.significant(subjectCores)) against CardVault"
+                }
+                generator.append(text)
+            }
             if let nginxRate = health.anchor?.median, let subjectRate = health.subject?.median, subjectRate > 0 {
                 headroom.append("\(label): nginx \(Formatting.rate(nginxRate)) vs CardVault "
                     + "\(Formatting.rate(subjectRate)) req/s (\(Formatting.ratio(nginxRate / subjectRate)))")
@@ -62,9 +71,13 @@ struct HTTPSuite: BenchSuite {
                 comparisons.append(comparison)
             }
         }
+        if !generator.isEmpty {
+            notes.append("Load generator CPU (user + system time / wall time; a thread below one core is waiting "
+                + "on the server, not saturated): " + generator.joined(separator: "; ") + ".")
+        }
         if headroom.isEmpty {
-            notes.append("Load generator check: wrk's ceiling is the nginx rate at each connection count; no "
-                + "CardVault subject ran to compare it with.")
+            notes.append("Load generator check: wrk's ceiling is at least the nginx rate at each connection count; "
+                + "no CardVault subject ran to compare it with.")
         } else {
             notes.append("Load generator check: wrk with the same threads and connections drives nginx well above "
                 + "the subject (" + headroom.joined(separator: "; ") + "), so wrk is not what limits CardVault.")

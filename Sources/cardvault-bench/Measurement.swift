@@ -6,6 +6,8 @@ struct Sample: Codable, Sendable {
     var latency: LatencySummary?
     /// Operations that failed (non-2xx answers, socket errors, failed transactions).
     var errors: Int = 0
+    /// CPU the load generator used, in cores (CPU seconds / wall seconds), when one drove the run.
+    var generatorCores: Double?
 }
 
 /// One point of a latency distribution: the latency below which `percentile` percent fall.
@@ -83,6 +85,8 @@ struct Series: Codable, Sendable {
     var latency: LatencySummary?
     /// Failed operations summed over the runs.
     var errors: Int
+    /// The median CPU the load generator used, in cores, when one drove the runs.
+    var generatorCores: Double?
 
     init(label: String, samples: [Sample]) {
         self.label = label
@@ -90,6 +94,8 @@ struct Series: Codable, Sendable {
         median = Statistics.median(runs)
         latency = LatencySummary.median(of: samples.compactMap(\.latency))
         errors = samples.reduce(0) { $0 + $1.errors }
+        let cores = samples.compactMap(\.generatorCores)
+        generatorCores = cores.isEmpty ? nil : Statistics.median(cores)
     }
 }
 

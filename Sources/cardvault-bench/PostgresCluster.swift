@@ -111,6 +111,8 @@ struct PgbenchLoad {
                 if fields.count >= 3, let value = Double(fields[2]) { latencies.append(value) }
             }
         }
-        return Sample(rate: tps, latency: latencies.isEmpty ? nil : LatencySummary(micros: latencies), errors: failed)
+        return Sample(
+            rate: tps, latency: latencies.isEmpty ? nil : LatencySummary(micros: latencies), errors: failed,
+            generatorCores: outcome.cpuSeconds / Double(duration))
     }
 }

@@ -32,6 +32,7 @@ struct WrkLoad {
         return Sample(
             rate: Double(report.requests) / (report.duration_us / 1e6),
             latency: LatencySummary(curve: report.curve),
-            errors: report.errors)
+            errors: report.errors,
+            generatorCores: outcome.cpuSeconds / (report.duration_us / 1e6))
     }
 }
