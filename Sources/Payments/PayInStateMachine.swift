@@ -1,0 +1,155 @@
+import Foundation
+
+/// The life of a card transaction that may need 3-D Secure: a pay-in, or a card validation (the
+/// same flow with no funds moving). A pure value: each event returns the actions the caller must
+/// carry out (persist, redirect, credit, ...); no I/O happens here.
+///
+///     created ──authorize(frictionless)──► succeeded
+///        │    ──authorize(decline/block)──► failed(code)
+///        └────authorize(challenge)──► awaitingChallenge(expiresAt)
+///                                       ├─ challengeCompleted(passed) ──► succeeded (000000)
+///                                       ├─ challengeCompleted(failed) / cancelled ──► failed (101301)
+///                                       └─ expire(now ≥ expiresAt), or any completion after it
+///                                          ──► failed (101304)
+///
+/// Events on a final state change nothing and repeat the final answer (`.alreadyFinal`), so a
+/// replayed return or a second completion yields exactly one transition.
+public struct PayInStateMachine: Sendable, Equatable, Codable {
+    /// Where the transaction stands.
+    public enum State: Sendable, Equatable, Codable {
+        case created
+        case awaitingChallenge(expiresAt: Date)
+        case succeeded
+        case failed(TransactionResult)
+
+        /// The Mangopay `Status` string.
+        public var status: String {
+            switch self {
+            case .created, .awaitingChallenge: "CREATED"
+            case .succeeded: "SUCCEEDED"
+            case .failed: "FAILED"
+            }
+        }
+
+        /// True for SUCCEEDED and FAILED.
+        public var isFinal: Bool {
+            switch self {
+            case .succeeded, .failed: true
+            case .created, .awaitingChallenge: false
+            }
+        }
+
+        /// The result to report, or nil while undecided.
+        public var result: TransactionResult? {
+            switch self {
+            case .succeeded: .success
+            case .failed(let result): result
+            case .created, .awaitingChallenge: nil
+            }
+        }
+    }
+
+    /// What the authorization step decided before any challenge.
+    public enum Authorization: Sendable, Equatable {
+        /// No challenge: the transaction succeeds now.
+        case frictionless
+        /// A challenge is needed; it must be completed before `expiresAt`.
+        case challenge(expiresAt: Date)
+        /// Refused now with this result (risk block 008500, a decline from the sandbox table, ...).
+        case decline(TransactionResult)
+    }
+
+    /// Something that happens to the transaction.
+    public enum Event: Sendable, Equatable {
+        case authorize(Authorization)
+        /// The shopper submitted the challenge at `at`; `passed` tells whether the code was right.
+        case challengeCompleted(passed: Bool, at: Date)
+        /// The shopper cancelled the challenge at `at`.
+        case challengeCancelled(at: Date)
+        /// The sweeper (or a read) noticed the time; expires the challenge if `now` is past its end.
+        case expire(now: Date)
+    }
+
+    /// What the caller must do, in order, after a transition.
+    public enum Action: Sendable, Equatable {
+        /// Write the new state durably before answering anyone.
+        case persist
+        /// Answer with `SecureModeNeeded: true` and the redirect URL to the challenge page.
+        case presentChallenge
+        /// Move the credited funds into the wallet (pay-ins only).
+        case creditWallet
+        /// Set the card's `Validity` (VALID after a first success, INVALID after a first failure).
+        case markCard(valid: Bool)
+        /// Wipe the CVX held in memory for this card: the first payment has used it.
+        case wipeSecurityCode
+    }
+
+    /// Why an event was refused.
+    public enum Refusal: Error, Sendable, Equatable {
+        /// The event makes no sense in this state (e.g. a challenge result before any challenge).
+        case illegal(state: State, event: Event)
+    }
+
+    /// The outcome of one event.
+    public enum Outcome: Sendable, Equatable {
+        /// The state changed; carry out the actions.
+        case transitioned([Action])
+        /// Nothing to do now (e.g. expire before the deadline).
+        case unchanged
+        /// The transaction was already final; answer with the final state again.
+        case alreadyFinal
+    }
+
+    /// Whether funds move on success.
+    public enum Purpose: String, Sendable, Equatable, Codable {
+        case payIn
+        case cardValidation
+    }
+
+    public private(set) var state: State
+    public let purpose: Purpose
+
+    public init(purpose: Purpose, state: State = .created) {
+        self.purpose = purpose
+        self.state = state
+    }
+
+    /// Applies `event`; returns what to do, or throws ``Refusal`` for an illegal event.
+    public mutating func handle(_ event: Event) throws(Refusal) -> Outcome {
+        if state.isFinal { return .alreadyFinal }
+        switch (state, event) {
+        case (.created, .authorize(.frictionless)):
+            return succeed()
+        case (.created, .authorize(.decline(let result))):
+            return fail(result)
+        case (.created, .authorize(.challenge(let expiresAt))):
+            state = .awaitingChallenge(expiresAt: expiresAt)
+            return .transitioned([.persist, .presentChallenge])
+        case (.awaitingChallenge(let expiresAt), .challengeCompleted(let passed, let at)):
+            // A completion that arrives after the deadline cannot succeed: the session expired.
+            if at >= expiresAt { return fail(.authenticationExpired) }
+            return passed ? succeed() : fail(.authenticationFailed)
+        case (.awaitingChallenge(let expiresAt), .challengeCancelled(let at)):
+            return fail(at >= expiresAt ? .authenticationExpired : .authenticationFailed)
+        case (.awaitingChallenge(let expiresAt), .expire(let now)):
+            return now >= expiresAt ? fail(.authenticationExpired) : .unchanged
+        case (.created, .expire):
+            return .unchanged
+        default:
+            throw .illegal(state: state, event: event)
+        }
+    }
+
+    private mutating func succeed() -> Outcome {
+        state = .succeeded
+        var actions: [Action] = [.persist]
+        if purpose == .payIn { actions.append(.creditWallet) }
+        actions += [.markCard(valid: true), .wipeSecurityCode]
+        return .transitioned(actions)
+    }
+
+    private mutating func fail(_ result: TransactionResult) -> Outcome {
+        state = .failed(result)
+        return .transitioned([.persist, .markCard(valid: false), .wipeSecurityCode])
+    }
+}

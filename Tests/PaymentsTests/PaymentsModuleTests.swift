@@ -1,6 +1,0 @@
-import Testing
-@testable import Payments
-
-@Test func moduleIsNamed() {
-    #expect(PaymentsModule.name == "Payments")
-}
