@@ -118,8 +118,8 @@ struct HTMLReport {
 
     /// Horizontal bars, two per comparison (CardVault, anchor), each row scaled to its larger bar.
     private func throughputChart(_ comparisons: [Comparison]) -> String {
-        let labelWidth = 230.0, barWidth = 560.0, barHeight = 16.0, rowHeight = 48.0
-        let width = labelWidth + barWidth + 170
+        let labelWidth = 230.0, barWidth = 520.0, barHeight = 16.0, rowHeight = 48.0
+        let width = labelWidth + barWidth + 330
         let height = rowHeight * Double(comparisons.count) + 8
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
         svg += "role=\"img\" aria-label=\"throughput against anchor\">\n"
@@ -127,10 +127,9 @@ struct HTMLReport {
             let top = Double(index) * rowHeight + 4
             let scale = max(comparison.subject?.median ?? 0, comparison.anchor?.median ?? 0)
             svg += text(comparison.name, x: 0, y: top + barHeight + 2)
-            svg += text(comparison.unit, x: 0, y: top + barHeight + 16, muted: true)
-            if let ratio = comparison.ratio {
-                svg += text("ratio " + Formatting.ratio(ratio), x: 150, y: top + barHeight + 2)
-            }
+            var detail = comparison.unit
+            if let ratio = comparison.ratio { detail += " · ratio " + Formatting.ratio(ratio) }
+            svg += text(detail, x: 0, y: top + barHeight + 16, muted: true)
             let bars: [(Series?, String?, String, Double)] = [
                 (comparison.subject, comparison.subjectNote, Self.subjectColour, top),
                 (comparison.anchor, comparison.anchorNote, Self.anchorColour, top + barHeight + 4),
@@ -159,7 +158,7 @@ struct HTMLReport {
 
     /// A percentile plot: x is the percentile on a log scale of 1/(1-p), y the latency (log scale).
     private func latencyChart(_ comparison: Comparison) -> String {
-        let width = 520.0, height = 260.0, left = 62.0, right = 12.0, top = 24.0, bottom = 36.0
+        let width = 640.0, height = 300.0, left = 62.0, right = 24.0, top = 58.0, bottom = 36.0
         let lines: [(LatencySummary, String, String)] = [
             comparison.subject?.latency.map { ($0, Self.subjectColour, comparison.subject?.label ?? "") },
             comparison.anchor?.latency.map { ($0, Self.anchorColour, comparison.anchor?.label ?? "") },
@@ -178,17 +177,19 @@ struct HTMLReport {
         }
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
         svg += "role=\"img\" aria-label=\"latency distribution\">\n"
-        svg += text(comparison.name + " — latency by percentile", x: left, y: 14)
+        svg += text(comparison.name + " — latency by percentile", x: 0, y: 12)
         for (percentile, label) in [(0.0, "0"), (90, "90"), (99, "99"), (99.9, "99.9"), (99.99, "99.99")] {
             let x = px(percentile)
             svg += "<line x1=\"\(n(x))\" x2=\"\(n(x))\" y1=\"\(n(top))\" y2=\"\(n(height - bottom))\" stroke=\"#eee\"/>"
-            svg += text(label, x: x - 8, y: height - bottom + 14)
+            svg += "<text x=\"\(n(x))\" y=\"\(n(height - bottom + 14))\" text-anchor=\"middle\">\(label)</text>"
         }
         svg += text("percentile", x: width / 2 - 25, y: height - 6, muted: true)
         var decade = floor(low)
         while decade <= high + 0.001 {
-            let micros = pow(10, decade)
-            if decade >= low - 0.001 {
+            for step in [1.0, 2, 5] {
+                let micros = pow(10, decade) * step
+                let value = log10(micros)
+                guard value >= low - 0.001, value <= low + span + 0.001 else { continue }
                 let y = py(micros)
                 svg += "<line x1=\"\(n(left))\" x2=\"\(n(width - right))\" y1=\"\(n(y))\" y2=\"\(n(y))\" stroke=\"#eee\"/>"
                 svg += text(Formatting.micros(micros), x: 2, y: y + 4)
@@ -205,8 +206,9 @@ struct HTMLReport {
             }
             let summary = "p50 \(Formatting.micros(line.0.p50Micros)) · p99 \(Formatting.micros(line.0.p99Micros))"
                 + " · p99.9 \(Formatting.micros(line.0.p999Micros))"
-            svg += "<text x=\"\(n(left + 6))\" y=\"\(n(top + 12 + Double(index) * 14))\" style=\"fill:\(line.1)\">"
-            svg += escape(line.2 + ": " + summary) + "</text>\n"
+            svg += "<text x=\"0\" y=\"\(n(30 + Double(index) * 14))\" style=\"fill:\(line.1)\">"
+            let label = line.2.count > 40 ? String(line.2.prefix(39)) + "…" : line.2
+            svg += escape(label + ": " + summary) + "</text>\n"
         }
         return svg + "</svg>\n"
     }

@@ -50,8 +50,7 @@ struct HTTPSuite: BenchSuite {
                     + "wrk -t\(anchorLoad.threads) -c\(connections) on both sides")
             comparisons.append(health)
             if let cores = health.anchor?.generatorCores {
-                var text = "\(label): wrk used \(Formatting.significant(cores)) of its \(anchorLoad.threads) thread"
-                    + "\(anchorLoad.threads == 1 ? "" : "s")' cores against nginx"
+                var text = "\(label) (wrk -t\(anchorLoad.threads)): \(Formatting.significant(cores)) cores against nginx"
                 if let subjectCores = health.subject?.generatorCores {
                     text += ", \(Formatting.significant(subjectCores)) against CardVault"
                 }
