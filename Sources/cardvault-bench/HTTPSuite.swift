@@ -34,6 +34,7 @@ struct HTTPSuite: BenchSuite {
         var comparisons: [Comparison] = []
         var headroom: [String] = []
         var closeToCeiling: [String] = []
+        var wrkSaturated: [String] = []
         var generator: [String] = []
         for connections in Self.connectionCounts {
             let anchorLoad = WrkLoad(url: nginx.url + "/", script: script, connections: connections)
@@ -50,6 +51,9 @@ struct HTTPSuite: BenchSuite {
                 note: "placeholder subject until the merchant API lands: GET /health, not the card registration flow; "
                     + "wrk -t\(anchorLoad.threads) -c\(connections) on both sides")
             comparisons.append(health)
+            if let cores = health.anchor?.generatorCores, cores >= 0.9 * Double(anchorLoad.threads) {
+                wrkSaturated.append(label)
+            }
             if let cores = health.anchor?.generatorCores {
                 var text = "\(label) (wrk -t\(anchorLoad.threads)): \(Formatting.significant(cores)) cores against nginx"
                 if let subjectCores = health.subject?.generatorCores {
@@ -86,7 +90,11 @@ struct HTTPSuite: BenchSuite {
             notes.append("Load generator check: " + headroom.joined(separator: "; ") + ". At "
                 + closeToCeiling.joined(separator: ", ") + " CardVault is within 1.2x of what wrk gets from nginx, so "
                 + "there the shared ceiling (wrk + server on the same cores, loopback) is reached and the ratio is a "
-                + "lower bound; wrk's own threads stayed below one core each (see CPU above), so wrk is not saturated.")
+                + "lower bound; "
+                + (wrkSaturated.isEmpty
+                    ? "wrk's threads stayed below one core each (CPU above), so wrk itself was not saturated."
+                    : "wrk's threads were near one core each at " + wrkSaturated.joined(separator: ", ")
+                        + ", so there wrk may be the limit."))
         }
         return comparisons
     }
