@@ -32,10 +32,13 @@ enum ServeCommand: Command {
 
         let configuration: CardVaultConfiguration
         let server: HTTPServer
+        // One line per request: written in batches (and at once for warnings), see the handler.
+        let logHandler = BufferedJSONLineLogHandler()
+        defer { logHandler.flush() }
         let logger: Logger
         do {
             configuration = try CardVaultConfiguration.load(file: file)
-            logger = Logger(handler: JSONLineLogHandler(), minimumLevel: configuration.logLevel)
+            logger = Logger(handler: logHandler, minimumLevel: configuration.logLevel)
             server = try CardVaultApplication(configuration: configuration, logger: logger).makeServer()
         } catch {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
@@ -59,6 +62,7 @@ enum ServeCommand: Command {
             finished.signal()
         }
         finished.wait()
+        logHandler.flush()
         if let failure = outcome.failure {
             throw CommandFailure(failure)
         }
