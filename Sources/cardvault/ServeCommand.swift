@@ -2,8 +2,6 @@ import Foundation
 import HTTPServer
 import VaultAPI
 import VaultCore
-import VaultCrypto
-import VaultStore
 
 /// `cardvault serve`: runs the daemon until SIGTERM or SIGINT.
 enum ServeCommand: Command {
@@ -34,20 +32,14 @@ enum ServeCommand: Command {
 
         let configuration: CardVaultConfiguration
         let server: HTTPServer
+        // One line per request: written in batches (and at once for warnings), see the handler.
+        let logHandler = BufferedJSONLineLogHandler()
+        defer { logHandler.flush() }
         let logger: Logger
         do {
             configuration = try CardVaultConfiguration.load(file: file)
-        } catch {
-            throw CommandFailure("invalid configuration: \(error.message)", status: 78)
-        }
-        logger = Logger(handler: JSONLineLogHandler(), minimumLevel: configuration.logLevel)
-        let mangopay = try MangopayDaemon.routes(
-            configuration: configuration, store: InMemoryRecordStore(),
-            fingerprintKeys: DerivedFingerprintKeys(secret: .random()), logger: logger
-        ) { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-        do {
-            server = try CardVaultApplication(configuration: configuration, logger: logger, routeGroups: [mangopay])
-                .makeServer()
+            logger = Logger(handler: logHandler, minimumLevel: configuration.logLevel)
+            server = try CardVaultApplication(configuration: configuration, logger: logger).makeServer()
         } catch {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
         }
@@ -70,6 +62,7 @@ enum ServeCommand: Command {
             finished.signal()
         }
         finished.wait()
+        logHandler.flush()
         if let failure = outcome.failure {
             throw CommandFailure(failure)
         }

@@ -47,7 +47,8 @@ import Glibc
         #expect(named.stderr.contains("CARDVAULT_PUBLIC_URL"))
     }
 
-    @Test func servesHealthAndExitsCleanlyOnSIGTERM() throws {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func servesHealthAndExitsCleanlyOnASignal(signal: Int32) throws {
         let process = Process()
         process.executableURL = CLIProcess.binary
         let file = try Self.temporaryFile(#"{"listen": "127.0.0.1:9"}"#)
@@ -78,8 +79,14 @@ import Glibc
         #expect(status == 200)
         #expect(body == #"{"status":"ok"}"#)
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("serve did not exit within 15 s of signal \(signal)")
+            return
+        }
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
