@@ -36,8 +36,11 @@ extension EncryptedFileStore {
         try writeCheckpoint(force: true)
     }
 
-    func writeCheckpoint(force: Bool = false) throws {
+    func writeCheckpoint(force: Bool = false, closing: Bool = false) throws {
         try maintenance.withLock { _ in
+            // After close the lock is released: nothing may be written any more.
+            guard !state.withLock({ $0.closed }) else { return }
+            defer { if closing { state.withLock { $0.closed = true } } }
             let (index, position, changed) = state.withLock { state in
                 defer {
                     state.changedSinceCheckpoint = false
@@ -219,7 +222,9 @@ extension EncryptedFileStore {
         try writeCheckpoint(force: true)
         return try maintenance.withLock { _ -> (Int, Int?) in
             let size = state.withLock { state -> Int? in
-                guard (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else { return nil }
+                guard !state.closed, (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else {
+                    return nil
+                }
                 state.segments[number] = nil
                 return state.segmentSizes.removeValue(forKey: number) ?? 0
             }

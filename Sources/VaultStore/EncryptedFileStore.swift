@@ -755,9 +755,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         guard !alreadyClosing else { return }
         wake.signal()
         flusherDone.wait()
-        try? writeCheckpoint()
+        try? writeCheckpoint(closing: true)
         state.withLock { $0.closed = true }
-        lock.release()
+        maintenance.withLock { _ in lock.release() }
     }
 
     // MARK: Status

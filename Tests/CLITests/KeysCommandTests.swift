@@ -70,10 +70,22 @@ import Glibc
         #expect(try run(["store-exercise", "write", "--count", "20", "--writers", "1"], sandbox).status == 0)
         let segment = sandbox.data + "/segments/00000001.seg"
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
-        // The first frame starts after the 16-byte segment header; its names follow the 24-byte header.
-        let namesLength = Int(bytes[16 + 6]) + Int(bytes[16 + 7])
-        let id = String(decoding: bytes[16 + 24 + Int(bytes[16 + 6])..<16 + 24 + namesLength], as: UTF8.self)
-        bytes[16 + 24 + namesLength + 12 + 2] ^= 0x20
+        // Frames follow the 16-byte segment header: u32 length, ..., names after a 24-byte header.
+        // Take the first "…b" record: the writer never updates those, so its frame is the live one.
+        var offset = 16
+        var id = ""
+        while offset < bytes.count {
+            let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16
+            let collectionLength = Int(bytes[offset + 6])
+            let namesEnd = offset + 24 + collectionLength + Int(bytes[offset + 7])
+            id = String(decoding: bytes[offset + 24 + collectionLength..<namesEnd], as: UTF8.self)
+            if id.hasSuffix("b") {
+                bytes[namesEnd + 12 + 2] ^= 0x20  // inside the ciphertext, after the nonce
+                break
+            }
+            offset += length
+        }
+        #expect(id.hasSuffix("b"))
         try Data(bytes).write(to: URL(fileURLWithPath: segment))
         let result = try run(["verify"], sandbox)
         #expect(result.status == 1)
