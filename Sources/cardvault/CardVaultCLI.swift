@@ -5,6 +5,7 @@ enum CardVaultCLI {
     /// Every subcommand, in the order `cardvault --help` lists them.
     static let commands: [any Command.Type] = [
         VersionCommand.self,
+        InspectCommand.self,
     ]
 
     static var help: String {

@@ -1,6 +1,0 @@
-import Testing
-@testable import CardKit
-
-@Test func moduleIsNamed() {
-    #expect(CardKitModule.name == "CardKit")
-}
