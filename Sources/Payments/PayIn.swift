@@ -117,6 +117,9 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var preferredCardNetwork: String?
     public var paymentCategory: String?
     public var risk: RiskAssessment
+    /// The card's fingerprint and the shopper's device id, for the risk history.
+    public var fingerprint: String
+    public var deviceId: String?
     public var creationDate: Int64
     public var executionDate: Int64?
     /// Refunded so far, in minor units of the debited currency.
