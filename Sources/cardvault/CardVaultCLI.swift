@@ -8,6 +8,7 @@ enum CardVaultCLI {
         VersionCommand.self,
         InspectCommand.self,
         KeysCommand.self,
+        ClientsCommand.self,
         VerifyCommand.self,
         StoreExerciseCommand.self,
     ]

@@ -55,6 +55,11 @@ import Glibc
         process.arguments = ["serve", "--config", file]
         var environment = ProcessInfo.processInfo.environment
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"  // the environment wins over the file
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        environment["CARDVAULT_DATA_DIR"] = home.appendingPathComponent("data").path
+        environment["CARDVAULT_KEYS_DIR"] = home.appendingPathComponent("keys").path
         process.environment = environment
         let output = Pipe()
         let errors = Pipe()
@@ -63,14 +68,17 @@ import Glibc
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        // The first stdout line says where it listens.
-        var line = Data()
-        while !line.contains(0x0A) {
+        // A fresh deployment announces its development key and client, then where it listens.
+        var text = ""
+        while !text.contains("cardvault serving on") || !text.hasSuffix("\n") {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
-            line.append(chunk)
+            text += String(decoding: chunk, as: UTF8.self)
         }
-        let announced = String(decoding: line, as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("created development master key ") == true)
+        #expect(lines.contains { $0.hasPrefix("development client created (shown once): ClientId=dev ApiKey=") })
+        let announced = lines.first { $0.hasPrefix("cardvault serving on") } ?? ""
         #expect(announced.hasPrefix("cardvault serving on http://127.0.0.1:"))
         let port = Int(announced.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         #expect(port > 0 && port != 9)
