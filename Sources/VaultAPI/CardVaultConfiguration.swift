@@ -89,6 +89,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var riskFile: String?
     /// Browser origins allowed to post card data to the tokenization endpoint (`*` for any).
     public var checkoutOrigins: [String]
+    /// Tokenization attempts one client IP address may make per minute (a burst of this many, refilled
+    /// continuously); more are answered 429.
+    public var tokenizationsPerMinutePerAddress: Int
     public var http: HTTP
     public var tls: TLS
 
@@ -102,6 +105,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         sandboxFile: String? = nil,
         riskFile: String? = nil,
         checkoutOrigins: [String] = [],
+        tokenizationsPerMinutePerAddress: Int = 60,
         http: HTTP = HTTP(),
         tls: TLS = TLS()
     ) {
@@ -114,6 +118,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.sandboxFile = sandboxFile
         self.riskFile = riskFile
         self.checkoutOrigins = checkoutOrigins
+        self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
         self.http = http
         self.tls = tls
     }

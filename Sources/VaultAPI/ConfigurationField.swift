@@ -62,6 +62,11 @@ struct ConfigurationField: Sendable {
             if case .list(let origins) = $1 { $0.checkoutOrigins = origins }
         },
         ConfigurationField(
+            path: "tokenizationsPerMinutePerAddress",
+            environmentName: "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS",
+            kind: .integer(1...100_000_000)
+        ) { if case .integer(let value) = $1 { $0.tokenizationsPerMinutePerAddress = value } },
+        ConfigurationField(
             path: "http.maxBodyBytes",
             environmentName: "CARDVAULT_HTTP_MAX_BODY_BYTES",
             kind: .integer(1...(1 << 30))

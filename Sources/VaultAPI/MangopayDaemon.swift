@@ -28,7 +28,10 @@ public enum MangopayDaemon {
         return MerchantServices(
             environment: PaymentsEnvironment(
                 store: store, clock: clock, fingerprintKeys: fingerprintKeys,
-                configuration: PaymentsConfiguration(publicBaseURL: configuration.publicURL), logger: logger),
+                configuration: PaymentsConfiguration(
+                    publicBaseURL: configuration.publicURL,
+                    tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress),
+                logger: logger),
             sandbox: sandbox, riskPolicy: risk)
     }
 

@@ -2,9 +2,33 @@ import Foundation
 
 /// A live `cardvault serve` on a free loopback port with fresh data and keys directories, as the
 /// HTTP suite's subject. Absent (nil) while the built binary has no `serve` command.
+///
+/// Benchmark settings, all through documented configuration fields (README.md, "Configuration"):
+/// log level `warn` (nginx runs without an access log); `tokenizationsPerMinutePerAddress` raised
+/// from 60 to 100,000,000, because every benchmark connection comes from 127.0.0.1; and a
+/// `riskFile` that raises the velocity limits, because the pay-in workload repeats pay-ins on the
+/// same cards, user and address far beyond what the default rules let through frictionless.
 final class CardVaultServer {
-    let port: Int
-    private let child: ChildProcess
+    /// The development client's credentials, printed once by the first start.
+    struct Credentials {
+        var clientId: String
+        var apiKey: String
+    }
+
+    private(set) var port: Int
+    private var child: ChildProcess
+    let home: String
+    let dataDirectory: String
+    let keysDirectory: String
+    private let context: SuiteContext
+    /// The development client, read from the first start's output.
+    let credentials: Credentials
+
+    /// The risk thresholds the bench runs with (fields of `RiskPolicy`; the rest keep their defaults).
+    static let riskOverrides = """
+        {"maxPerCard": 1000000000, "maxPerUser": 1000000000, "maxPerIP": 1000000000, "maxPerDevice": 1000000000,
+         "cardsPerDeviceChallenge": 1000000000, "cardsPerDeviceBlock": 1000000000}
+        """
 
     /// The release binary the Makefile builds.
     static func binary(in context: SuiteContext) -> String { context.root + "/.build/release/cardvault" }
@@ -18,41 +42,63 @@ final class CardVaultServer {
         return help.stdout.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("serve") }
     }
 
-    /// Starts the daemon with development keys made for this run and waits until it accepts.
+    /// Starts the daemon on fresh directories (it creates a development master key and client) and
+    /// waits until it accepts.
     init(context: SuiteContext) throws {
-        let home = try context.temporaryDirectory("cardvault")
-        let keys = home + "/keys"
-        let data = home + "/data"
-        for directory in [keys, data] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            chmod(directory, 0o700)
+        self.context = context
+        home = try context.temporaryDirectory("cardvault")
+        keysDirectory = home + "/keys"
+        dataDirectory = home + "/data"
+        _ = FileManager.default.createFile(
+            atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600])
+        (port, child) = try Self.start(context: context, home: home)
+        let output = child.output()
+        guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),
+            let idRange = line.range(of: "ClientId="), let keyRange = line.range(of: " ApiKey=")
+        else {
+            child.stop()
+            throw BenchFailure("cardvault serve printed no development client")
         }
-        var key = [UInt8](repeating: 0, count: 32)
-        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
-        _ = FileManager.default.createFile(atPath: keys + "/master.key", contents: Data(key), attributes: [.posixPermissions: 0o600])
-        port = try LoopbackPort.free()
+        credentials = Credentials(
+            clientId: String(line[idRange.upperBound..<keyRange.lowerBound]),
+            apiKey: String(line[keyRange.upperBound...]).trimmingCharacters(in: .whitespaces))
+    }
+
+    private static func start(context: SuiteContext, home: String) throws -> (Int, ChildProcess) {
+        let port = try LoopbackPort.free()
         let environment = [
             "CARDVAULT_LISTEN": "127.0.0.1:\(port)",
             "CARDVAULT_PUBLIC_URL": "http://127.0.0.1:\(port)",
-            "CARDVAULT_DATA_DIR": data,
-            "CARDVAULT_KEYS_DIR": keys,
+            "CARDVAULT_DATA_DIR": home + "/data",
+            "CARDVAULT_KEYS_DIR": home + "/keys",
             "CARDVAULT_LOG_LEVEL": "warn",
+            "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS": "100000000",
+            "CARDVAULT_RISK_FILE": home + "/risk.json",
         ]
-        child = try ChildProcess.start(
-            Self.binary(in: context), ["serve", "--config", context.root + "/config/cardvault.json"],
+        let child = try ChildProcess.start(
+            binary(in: context), ["serve", "--config", context.root + "/config/cardvault.json"],
             environment: environment)
-        let process = child
         do {
-            try LoopbackPort.waitUntilAccepting(port, timeout: 20, what: "cardvault serve") { process.isRunning }
+            try LoopbackPort.waitUntilAccepting(port, timeout: 30, what: "cardvault serve") { child.isRunning }
         } catch {
             let tail = child.errors().split(separator: "\n").suffix(2).joined(separator: " / ")
             child.stop()
             throw BenchFailure("\(error) \(tail)")
         }
+        return (port, child)
     }
 
     /// The base URL.
     var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Kills the daemon with SIGKILL (no shutdown, no final flush), as a crash would.
+    func crash() { child.kill() }
+
+    /// Starts the daemon again on the same directories (after ``crash()`` or ``stop()``).
+    func restart() throws {
+        child.stop()
+        (port, child) = try Self.start(context: context, home: home)
+    }
 
     /// Stops the daemon gracefully (SIGTERM).
     func stop() { child.stop(grace: 10) }

@@ -139,13 +139,20 @@ final class ChildProcess {
     /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL.
     func stop(grace: Double = 5) {
         guard poll() else { return }
-        kill(pid, SIGTERM)
+        Glibc.kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(grace)
         while poll() && Date() < deadline { usleep(5_000) }
         if poll() {
-            kill(pid, SIGKILL)
+            Glibc.kill(pid, SIGKILL)
             while poll() { usleep(1_000) }
         }
+    }
+
+    /// Kills the program at once (SIGKILL, as a crash or power cut would stop it) and reaps it.
+    func kill() {
+        guard poll() else { return }
+        Glibc.kill(pid, SIGKILL)
+        while poll() { usleep(1_000) }
     }
 
     /// What the program wrote to stdout so far.

@@ -74,6 +74,7 @@ import VaultCore
             "CARDVAULT_SANDBOX_FILE": "/etc/sandbox.json",
             "CARDVAULT_RISK_FILE": "/etc/risk.json",
             "CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example, http://localhost:3000",
+            "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS": "5000",
             "CARDVAULT_HTTP_MAX_BODY_BYTES": "4096",
             "CARDVAULT_HTTP_MAX_HEADER_BYTES": "2048",
             "CARDVAULT_HTTP_CONNECTION_TIMEOUT_SECONDS": "7",
@@ -95,6 +96,7 @@ import VaultCore
             sandboxFile: "/etc/sandbox.json",
             riskFile: "/etc/risk.json",
             checkoutOrigins: ["https://shop.example", "http://localhost:3000"],
+            tokenizationsPerMinutePerAddress: 5000,
             http: .init(
                 maxBodyBytes: 4096,
                 maxHeaderBytes: 2048,
@@ -124,6 +126,7 @@ import VaultCore
         (#"{"dataDir": ""}"#, "dataDir"),
         (#"{"keysDir": 7}"#, "keysDir"),
         (#"{"logLevel": "loud"}"#, "logLevel"),
+        (#"{"tokenizationsPerMinutePerAddress": 0}"#, "tokenizationsPerMinutePerAddress"),
         (#"{"http": {"maxBodyBytes": 0}}"#, "http.maxBodyBytes"),
         (#"{"http": {"maxHeaderBytes": 100}}"#, "http.maxHeaderBytes"),
         (#"{"http": {"connectionTimeoutSeconds": "30"}}"#, "http.connectionTimeoutSeconds"),

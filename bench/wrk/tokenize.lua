@@ -1,17 +1,18 @@
--- The tokenization POST (DESIGN.md section 3) on keep-alive connections, for the `http` suite once
--- the merchant API lands. Each card registration's access key is single-use, so the bench first
--- creates registrations through the API and passes a file of them, one per line:
---   <CardRegistrationURL path>\t<AccessKey>\t<PreregistrationData>
--- as the script arguments with the thread count (wrk -tN ... -s tokenize.lua URL -- FILE N); thread i
--- takes every N-th registration from the i-th, so no access key is used twice.
--- The card is the published Mangopay sandbox test card; a response counts as an error unless it is
--- 200 with a `data=` body.
+-- The tokenization POST (DESIGN.md section 3) alone, on one keep-alive connection per wrk thread
+-- (wrk -tN -cN). Each card registration's access key is single-use, so the bench first creates
+-- registrations (create.lua) and passes a file of them, one per line:
+--   <Id>\t<CardRegistrationURL path>\t<AccessKey>\t<PreregistrationData>
+-- Arguments: FILE THREADS. Thread i takes lines i+1, i+1+THREADS, ... in order, so no access key is used
+-- twice. The card is the published Mangopay sandbox card; an answer counts as acknowledged only when it
+-- is 200 with a `data=` body.
+-- For the durability check, each thread reports how far it got (`last`: the number of its lines it has
+-- an answer for) and the positions among them that were not acknowledged (`gaps`); since a thread has one
+-- connection, an answer always belongs to the last line it sent.
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local report = dofile(dir .. "report.lua")
 
 local threads = {}
 local counter = 0
-
 function setup(thread)
    thread:set("slice", counter)
    counter = counter + 1
@@ -19,36 +20,62 @@ function setup(thread)
 end
 
 local registrations = {}
-local next_index = 0
-local refused = 0
+local headers = { ["Content-Type"] = "application/x-www-form-urlencoded" }
+local current, answered = 0, true
+local acked, exhausted = 0, 0
+local gaps = {}
 
 function init(args)
    local all = {}
    for line in io.lines(args[1]) do
-      local path, key, data = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)$")
-      if path then all[#all + 1] = { path, key, data } end
+      local id, path, key, data = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)$")
+      if id then all[#all + 1] = { path, key, data } end
    end
-   local slices = tonumber(args[2]) or 1
+   local slices = math.max(tonumber(args[2]) or 1, 1)
    local slice = tonumber(wrk.thread:get("slice")) or 0
-   for i = slice + 1, #all, math.max(slices, 1) do registrations[#registrations + 1] = all[i] end
+   for i = slice + 1, #all, slices do registrations[#registrations + 1] = all[i] end
 end
 
 function request()
-   next_index = next_index + 1
-   local r = registrations[(next_index - 1) % #registrations + 1]
-   local body = "data=" .. r[3] .. "&accessKeyRef=" .. r[2]
-      .. "&cardNumber=4970107111111119&cardExpirationDate=1229&cardCvx=123"
-   return wrk.format("POST", r[1], { ["Content-Type"] = "application/x-www-form-urlencoded" }, body)
+   if not answered and current > 0 then
+      gaps[#gaps + 1] = current
+      wrk.thread:set("gaps", table.concat(gaps, ","))
+   end
+   if current >= #registrations then
+      -- out of registrations: never reuse an access key; a request that is not a tokenization instead
+      exhausted = exhausted + 1
+      wrk.thread:set("exhausted", exhausted)
+      return wrk.format("GET", "/health")
+   end
+   current = current + 1
+   answered = false
+   local r = registrations[current]
+   return wrk.format("POST", r[1], headers, "data=" .. r[3] .. "&accessKeyRef=" .. r[2]
+      .. "&cardNumber=4970107111111119&cardExpirationDate=1229&cardCvx=123")
 end
 
 function response(status, headers, body)
-   if status ~= 200 or body:sub(1, 5) ~= "data=" then refused = refused + 1 end
-   wrk.thread:set("refused", refused)
+   if answered then return end
+   answered = true
+   if status == 200 and body:sub(1, 5) == "data=" then
+      acked = acked + 1
+      wrk.thread:set("acked", acked)
+   else
+      gaps[#gaps + 1] = current
+      wrk.thread:set("gaps", table.concat(gaps, ","))
+   end
+   wrk.thread:set("last", current)
 end
 
 function done(summary, latency, requests)
-   local total = 0
-   for _, thread in ipairs(threads) do total = total + (tonumber(thread:get("refused")) or 0) end
-   report.extra = string.format(',"refused":%d', total)
+   local total, exhausted_total, parts = 0, 0, {}
+   for _, thread in ipairs(threads) do
+      total = total + (tonumber(thread:get("acked")) or 0)
+      exhausted_total = exhausted_total + (tonumber(thread:get("exhausted")) or 0)
+      parts[#parts + 1] = string.format('{"slice":%d,"last":%d,"gaps":"%s"}', tonumber(thread:get("slice")) or 0,
+         tonumber(thread:get("last")) or 0, thread:get("gaps") or "")
+   end
+   report.extra = string.format(',"completed":%d,"exhausted":%d,"threads":[%s]', total, exhausted_total,
+      table.concat(parts, ","))
    report.done(summary, latency, requests)
 end

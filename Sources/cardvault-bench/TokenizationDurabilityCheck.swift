@@ -1,0 +1,66 @@
+import Foundation
+import Payments
+import VaultStore
+
+/// After the last tokenization run the daemon is killed with SIGKILL (no shutdown, no final flush);
+/// this opens its data directory with the encrypted file store (recovery as on a restart) and checks
+/// that every tokenization the daemon acknowledged (200 `data=…`) is there: the registration holds
+/// its pending card and the card number is in the vault.
+enum TokenizationDurabilityCheck {
+    /// Store collections of the merchant API (Payments' `Collections`, internal there).
+    static let registrations = "card-registrations"
+    static let vault = "card-numbers"
+
+    struct Outcome {
+        var acknowledged: Int
+        var missing: Int
+        var recovery: RecoveryReport
+        var seconds: Double
+
+        var summary: String {
+            "Durability: after the last tokenization run the daemon was killed with SIGKILL; reopening its store "
+                + "(\(recovery.records) records, checkpoint \(recovery.usedCheckpoint ? "used" : "absent"), "
+                + "\(recovery.framesReplayed) frames replayed, torn tail \(recovery.tornTailBytes) bytes, in "
+                + "\(Formatting.fixed(seconds, decimals: 2)) s) found \(acknowledged - missing) of the run's "
+                + "\(acknowledged) acknowledged tokenizations with their registration and vaulted card number"
+                + (missing == 0 ? ": every acknowledged card is durable." : "; \(missing) MISSING.")
+        }
+    }
+
+    static func verify(_ run: TokenizationRuns.Run, server: CardVaultServer) throws -> Outcome {
+        var all: [String] = []
+        for line in try String(contentsOfFile: run.registrationsFile, encoding: .utf8).split(separator: "\n") {
+            if let id = line.split(separator: "\t").first { all.append(String(id)) }
+        }
+        var acknowledged: [String] = []
+        for thread in run.report.threads ?? [] {
+            let slice = stride(from: thread.slice, to: all.count, by: max(run.threads, 1)).map { all[$0] }
+            let gaps = Set(thread.gaps.split(separator: ",").compactMap { Int($0) })
+            for position in 1...max(thread.last, 1) where thread.last > 0 && !gaps.contains(position) {
+                acknowledged.append(slice[position - 1])
+            }
+        }
+        guard acknowledged.count == run.report.completed ?? -1 else {
+            throw BenchFailure(
+                "the script acknowledged \(run.report.completed ?? 0) tokenizations but its thread reports add up to "
+                    + "\(acknowledged.count)")
+        }
+        let started = Date()
+        let store = try EncryptedFileStore.open(directory: server.dataDirectory, keysDirectory: server.keysDirectory)
+        defer { store.close() }
+        let seconds = Date().timeIntervalSince(started)
+        var missing = 0
+        let decoder = JSONDecoder()
+        for id in acknowledged {
+            guard let record = try store.read(registrations, id: run.clientId + ":" + id),
+                let registration = try? decoder.decode(CardRegistration.self, from: Data(record.value)),
+                let pending = registration.pending,
+                try store.read(vault, id: run.clientId + ":" + pending.cardId) != nil
+            else {
+                missing += 1
+                continue
+            }
+        }
+        return Outcome(acknowledged: acknowledged.count, missing: missing, recovery: store.recovery, seconds: seconds)
+    }
+}
