@@ -12,8 +12,20 @@ public final class SecurityCodeHold: Sendable {
         var expiresAt: Date
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    /// The held codes, and when ``hold(clientId:cardId:digits:lifetime:)`` may next sweep expired ones.
+    private struct State: Sendable {
+        var entries: [String: Entry] = [:]
+        var nextSweep = Date.distantPast
+        /// No held code expires before this (so there is nothing to sweep until then).
+        var earliestExpiry = Date.distantFuture
+    }
+
+    private let state = Mutex<State>(State())
     private let clock: any WallClock
+    /// Sweeping on every hold would cost a pass over every held code per tokenization; sweeping at most this
+    /// often keeps a hold O(1) on average. Expired codes are never handed out meanwhile (``take`` and ``isHeld``
+    /// check the expiry), and the daemon's sweeper calls ``purgeExpired()`` on its own schedule.
+    static let sweepInterval: TimeInterval = 1
 
     public init(clock: any WallClock) {
         self.clock = clock
@@ -23,10 +35,15 @@ public final class SecurityCodeHold: Sendable {
 
     /// Holds `digits` (ASCII) for card `cardId` of `clientId` for `lifetime` seconds.
     func hold(clientId: String, cardId: String, digits: some Collection<UInt8>, lifetime: TimeInterval) {
-        let entry = Entry(code: SecureBytes(copying: digits), expiresAt: clock.now.addingTimeInterval(lifetime))
-        entries.withLock { entries in
-            purge(&entries)
-            entries[Self.key(clientId, cardId)] = entry
+        let now = clock.now
+        let entry = Entry(code: SecureBytes(copying: digits), expiresAt: now.addingTimeInterval(lifetime))
+        state.withLock { state in
+            if now >= state.earliestExpiry && now >= state.nextSweep {
+                purge(&state, now: now)
+                state.nextSweep = now.addingTimeInterval(Self.sweepInterval)
+            }
+            state.entries[Self.key(clientId, cardId)] = entry
+            state.earliestExpiry = min(state.earliestExpiry, entry.expiresAt)
         }
     }
 
@@ -34,8 +51,8 @@ public final class SecurityCodeHold: Sendable {
     /// expired. The buffer is wiped when the caller drops it.
     public func take(clientId: String, cardId: String) -> SecureBytes? {
         let now = clock.now
-        return entries.withLock { entries in
-            guard let entry = entries.removeValue(forKey: Self.key(clientId, cardId)), entry.expiresAt > now else {
+        return state.withLock { state in
+            guard let entry = state.entries.removeValue(forKey: Self.key(clientId, cardId)), entry.expiresAt > now else {
                 return nil
             }
             return entry.code
@@ -45,28 +62,29 @@ public final class SecurityCodeHold: Sendable {
     /// Whether a code is held for the card (without taking it).
     public func isHeld(clientId: String, cardId: String) -> Bool {
         let now = clock.now
-        return entries.withLock { entries in
-            guard let entry = entries[Self.key(clientId, cardId)] else { return false }
+        return state.withLock { state in
+            guard let entry = state.entries[Self.key(clientId, cardId)] else { return false }
             return entry.expiresAt > now
         }
     }
 
     /// Drops the code of a card, if any.
     func discard(clientId: String, cardId: String) {
-        _ = entries.withLock { $0.removeValue(forKey: Self.key(clientId, cardId)) }
+        _ = state.withLock { $0.entries.removeValue(forKey: Self.key(clientId, cardId)) }
     }
 
     /// Wipes every expired code; returns how many remain held.
     @discardableResult
     public func purgeExpired() -> Int {
-        entries.withLock { entries in
-            purge(&entries)
-            return entries.count
+        let now = clock.now
+        return state.withLock { state in
+            purge(&state, now: now)
+            return state.entries.count
         }
     }
 
-    private func purge(_ entries: inout [String: Entry]) {
-        let now = clock.now
-        entries = entries.filter { $0.value.expiresAt > now }
+    private func purge(_ state: inout State, now: Date) {
+        state.entries = state.entries.filter { $0.value.expiresAt > now }
+        state.earliestExpiry = state.entries.values.lazy.map(\.expiresAt).min() ?? .distantFuture
     }
 }

@@ -37,7 +37,9 @@ public struct UserService: Sendable {
 
     /// Whether `id` names a user of `clientId`.
     public func exists(clientId: String, id: String) async throws -> Bool {
-        try await read(clientId: clientId, id: id) != nil
+        // Presence only: no need to decode the user (JSON decoding is most of a registration's CPU).
+        guard Identifier.isWellFormed(id) else { return false }
+        return try await environment.store.get(Collections.users, id: Identifier.scoped(clientId, id)) != nil
     }
 
     func read(clientId: String, id: String) async throws -> (User, UInt64)? {

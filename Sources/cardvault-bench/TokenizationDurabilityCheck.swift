@@ -28,15 +28,12 @@ enum TokenizationDurabilityCheck {
     }
 
     static func verify(_ run: TokenizationRuns.Run, server: CardVaultServer) throws -> Outcome {
-        var all: [String] = []
-        for line in try String(contentsOfFile: run.registrationsFile, encoding: .utf8).split(separator: "\n") {
-            if let id = line.split(separator: "\t").first { all.append(String(id)) }
-        }
         var acknowledged: [String] = []
         for thread in run.report.threads ?? [] {
-            let slice = stride(from: thread.slice, to: all.count, by: max(run.threads, 1)).map { all[$0] }
+            let text = try String(contentsOfFile: run.registrationsDirectory + "/slice-\(thread.slice)", encoding: .utf8)
+            let slice = text.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
             let gaps = Set(thread.gaps.split(separator: ",").compactMap { Int($0) })
-            for position in 1...max(thread.last, 1) where thread.last > 0 && !gaps.contains(position) {
+            for position in stride(from: 1, through: thread.last, by: 1) where !gaps.contains(position) {
                 acknowledged.append(slice[position - 1])
             }
         }

@@ -1,10 +1,10 @@
 -- The tokenization POST (DESIGN.md section 3) alone, on one keep-alive connection per wrk thread
 -- (wrk -tN -cN). Each card registration's access key is single-use, so the bench first creates
--- registrations (create.lua) and passes a file of them, one per line:
+-- registrations (create.lua) and deals them out into one file per thread, DIR/slice-<i>, one per line:
 --   <Id>\t<CardRegistrationURL path>\t<AccessKey>\t<PreregistrationData>
--- Arguments: FILE THREADS. Thread i takes lines i+1, i+1+THREADS, ... in order, so no access key is used
--- twice. The card is the published Mangopay sandbox card; an answer counts as acknowledged only when it
--- is 200 with a `data=` body.
+-- Argument: DIR. Thread i posts the lines of its file in order, so no access key is used twice.
+-- The card is the published Mangopay sandbox card; an answer counts as acknowledged only when it is 200
+-- with a `data=` body.
 -- For the durability check, each thread reports how far it got (`last`: the number of its lines it has
 -- an answer for) and the positions among them that were not acknowledged (`gaps`); since a thread has one
 -- connection, an answer always belongs to the last line it sent.
@@ -26,14 +26,17 @@ local acked, exhausted = 0, 0
 local gaps = {}
 
 function init(args)
-   local all = {}
-   for line in io.lines(args[1]) do
-      local id, path, key, data = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)$")
-      if id then all[#all + 1] = { path, key, data } end
-   end
-   local slices = math.max(tonumber(args[2]) or 1, 1)
    local slice = tonumber(wrk.thread:get("slice")) or 0
-   for i = slice + 1, #all, slices do registrations[#registrations + 1] = all[i] end
+   for line in io.lines(args[1] .. "/slice-" .. slice) do
+      local id, path, key, data = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)$")
+      if id then registrations[#registrations + 1] = { path, key, data } end
+   end
+end
+
+-- A thread out of registrations waits between its (non-tokenization) requests rather than spin.
+function delay()
+   if current >= #registrations then return 50 end
+   return 0
 end
 
 function request()
