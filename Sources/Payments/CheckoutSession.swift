@@ -28,6 +28,28 @@ public struct CheckoutSession: Sendable, Equatable, Codable {
     /// True for an express checkout (no hosted page).
     public var express: Bool
 
+    public init(
+        sessionId: String, transactionId: String, clientId: String, request: CheckoutRequest,
+        callback: CheckoutCallbackURL, merchantName: String, machine: CheckoutSessionStateMachine, createdAt: Int64,
+        savedCards: [CheckoutSavedCard] = [], pairingTransactionId: String? = nil,
+        payment: CheckoutIssuedPayment? = nil, problem: CheckoutSessionStateMachine.CheckoutFormProblem? = nil,
+        express: Bool = false
+    ) {
+        self.sessionId = sessionId
+        self.transactionId = transactionId
+        self.clientId = clientId
+        self.request = request
+        self.callback = callback
+        self.merchantName = merchantName
+        self.machine = machine
+        self.createdAt = createdAt
+        self.savedCards = savedCards
+        self.pairingTransactionId = pairingTransactionId
+        self.payment = payment
+        self.problem = problem
+        self.express = express
+    }
+
     /// The card types the page offers: the request's, which the registration already allowed.
     public var allowedCardTypes: Set<MasterpassCardType> { request.allowedCardTypes }
 }

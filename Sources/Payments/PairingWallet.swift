@@ -8,6 +8,13 @@ public struct CheckoutSavedCard: Sendable, Hashable, Codable {
     public var isDefault: Bool
 
     public var cardId: String { card.cardId }
+
+    public init(card: VaultedCheckoutCard, cardHolderName: String, billingAddress: MasterpassAddress?, isDefault: Bool) {
+        self.card = card
+        self.cardHolderName = cardHolderName
+        self.billingAddress = billingAddress
+        self.isDefault = isDefault
+    }
 }
 
 /// A shipping address a paired shopper saved, with its id and recipient.
