@@ -11,17 +11,26 @@ PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config
 PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv
 PACKAGES_BENCH := $(PACKAGES_BUILD) nginx-light wrk postgresql postgresql-contrib
 
-.PHONY: run test bench clean build release keys deps-build deps-test deps-bench
+.PHONY: run test test-sdk bench clean build release keys deps-build deps-test deps-bench
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
 run: deps-build release keys
-	@echo "CardVault listening on http://127.0.0.1:8080 (try: curl http://127.0.0.1:8080/health)"
+	@echo "Starting CardVault with $(CONFIG); it prints the URL it serves on (default http://127.0.0.1:8080)."
+	@echo "  try: curl http://127.0.0.1:8080/health   curl http://127.0.0.1:8080/metrics   stop: Ctrl-C"
 	exec $(RELEASE_BIN) serve --config $(CONFIG)
 
 ## test: the same set-up, then every test (Swift unit, CLI and live tests)
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_STRICT)
 	$(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory test-sdk
+
+## test-sdk: the official Mangopay Python SDK (Tests/sdk, pytest in .venv) against a live daemon
+test-sdk: deps-test
+	$(SWIFT) build --product cardvault $(SWIFT_STRICT)
+	@[ -x .venv/bin/python ] || python3 -m venv .venv
+	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
+	.venv/bin/python -m pytest -q Tests/sdk
 
 ## bench: the tokenization benchmark suite (release build)
 bench: deps-bench

@@ -27,7 +27,12 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
-        .target(name: "CShims", dependencies: ["COpenSSL", "CMicroHTTPD"]),
+        .target(
+            name: "CShims",
+            dependencies: ["COpenSSL", "CMicroHTTPD"],
+            // libmicrohttpd's TLS runs on GnuTLS; cv_mhd.c verifies client certificates with it.
+            linkerSettings: [.linkedLibrary("gnutls")]
+        ),
 
         // Swift libraries, by dependency weight.
         .target(name: "VaultCore", swiftSettings: swiftSettings),

@@ -1,5 +1,265 @@
-/// The HTTPServer module. See DESIGN.md section 2 for what it holds.
-public enum HTTPServerModule {
-    /// The module's name, for diagnostics.
-    public static let name = "HTTPServer"
+import CMicroHTTPD
+import CShims
+import Dispatch
+import Foundation
+import Synchronization
+import VaultCore
+
+/// Why the server could not start.
+public struct ServerError: CodedError, Equatable {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let invalidAddress = Code("invalid_address")
+        public static let startFailed = Code("start_failed")
+        public static let alreadyRunning = Code("already_running")
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func == (lhs: ServerError, rhs: ServerError) -> Bool { lhs.code == rhs.code }
+}
+
+/// An HTTP/1.1 server over GNU libmicrohttpd.
+///
+/// Requests are read completely (up to ``ServerConfiguration/maxBodyBytes``) before the handler
+/// runs; handlers are `async` and may wait without holding a thread: in
+/// ``ThreadingMode/eventLoop`` mode the connection is suspended while the handler's task runs and
+/// resumed when it answers. Every response carries `X-Request-Id`; every answered request gives one
+/// log line (request id, method, route pattern, status, duration) and counts in ``HTTPMetrics``.
+///
+/// Use ``run(onStarted:)`` in a daemon (it returns after SIGTERM/SIGINT once in-flight requests are
+/// answered), or ``start()`` and ``shutdown()`` in tests.
+public final class HTTPServer: Sendable {
+    public let configuration: ServerConfiguration
+    let core: ServerCore
+    private let running = Mutex<RunningDaemon?>(nil)
+
+    /// - Parameters:
+    ///   - configuration: address, limits, threading and TLS.
+    ///   - router: the routes; fixed once the server exists.
+    ///   - logger: request lines and errors go here.
+    ///   - metrics: where per-route counts and latencies are recorded.
+    public init(
+        configuration: ServerConfiguration = ServerConfiguration(),
+        router: Router,
+        logger: Logger,
+        metrics: HTTPMetrics = HTTPMetrics()
+    ) {
+        self.configuration = configuration
+        self.core = ServerCore(configuration: configuration, router: router, logger: logger, metrics: metrics)
+    }
+
+    deinit {
+        if let daemon = running.withLock({ $0.take() }) {
+            daemon.stop()
+        }
+    }
+
+    /// The bound port while running (the real one when configured with port 0), else 0.
+    public var port: Int { running.withLock { $0?.port ?? 0 } }
+
+    /// Binds and starts serving on libmicrohttpd's threads; returns at once.
+    ///
+    /// - Throws: ``ServerError`` when the address is invalid or cannot be bound, or TLS material is
+    ///   rejected.
+    public func start() throws(ServerError) {
+        try running.withLock { (current: inout RunningDaemon?) throws(ServerError) in
+            guard current == nil else { throw ServerError(.alreadyRunning, "the server is already running") }
+            current = try RunningDaemon(configuration: configuration, core: core)
+        }
+        core.draining.store(false, ordering: .relaxed)
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish (up to the grace period), then
+    /// closes every connection. Responses sent while draining carry `Connection: close`.
+    public func shutdown() async {
+        guard let daemon = running.withLock({ $0.take() }) else { return }
+        core.draining.store(true, ordering: .relaxed)
+        daemon.quiesce()
+        let deadline = ContinuousClock.now + .seconds(configuration.shutdownGracePeriodSeconds)
+        while core.inFlight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if core.suspended.load(ordering: .acquiring) > 0 {
+            // libmicrohttpd cannot stop with suspended connections; the process is about to exit.
+            core.logger.warning(
+                "handlers still running after the shutdown grace period",
+                ["handlers": .int(core.suspended.load(ordering: .relaxed))]
+            )
+            daemon.abandon()
+            return
+        }
+        daemon.stop()
+    }
+
+    /// Starts, calls `onStarted` with the bound port, serves until SIGTERM or SIGINT, then shuts
+    /// down gracefully and returns.
+    public func run(onStarted: @Sendable (Int) -> Void = { _ in }) async throws(ServerError) {
+        try start()
+        onStarted(port)
+        let signal = await ShutdownSignal.wait(for: [SIGTERM, SIGINT])
+        core.logger.notice("shutting down", ["signal": .int(Int(signal))])
+        await shutdown()
+        core.logger.notice("stopped")
+    }
+}
+
+/// Waits for one of a set of signals with Dispatch signal sources.
+enum ShutdownSignal {
+    /// Ignores the default action of `signals` and returns the first one delivered.
+    static func wait(for signals: [Int32]) async -> Int32 {
+        let queue = DispatchQueue(label: "cardvault.signals")
+        let sources = SignalSources()
+        let received: Int32 = await withCheckedContinuation { continuation in
+            let pending = Mutex<CheckedContinuation<Int32, Never>?>(continuation)
+            for number in signals {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler {
+                    pending.withLock { $0.take() }?.resume(returning: number)
+                }
+                source.resume()
+                sources.add(source)
+            }
+        }
+        sources.cancelAll()
+        return received
+    }
+
+    /// Keeps the signal sources alive until the wait ends.
+    final class SignalSources: @unchecked Sendable {
+        private let lock = Mutex<Void>(())
+        private var sources: [any DispatchSourceSignal] = []
+
+        func add(_ source: any DispatchSourceSignal) { lock.withLock { _ in sources.append(source) } }
+
+        func cancelAll() {
+            lock.withLock { _ in
+                for source in sources { source.cancel() }
+                sources.removeAll()
+            }
+        }
+    }
+}
+
+/// A started libmicrohttpd daemon and the C memory it reads while it runs.
+final class RunningDaemon: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let port: Int
+    private let settings: UnsafeMutablePointer<cv_mhd_settings>
+    private let address: UnsafeMutableRawPointer
+    private let cStrings: [UnsafeMutablePointer<CChar>]
+    private let core: ServerCore
+
+    init(configuration: ServerConfiguration, core: ServerCore) throws(ServerError) {
+        self.core = core
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE
+        var found: UnsafeMutablePointer<addrinfo>?
+        let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        guard (0...65535).contains(configuration.port),
+            getaddrinfo(host, String(configuration.port), &hints, &found) == 0, let first = found
+        else {
+            throw ServerError(.invalidAddress, "cannot resolve listen address \(configuration.host):\(configuration.port)")
+        }
+        defer { freeaddrinfo(found) }
+        address = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<sockaddr_storage>.size, alignment: 16)
+        address.copyMemory(from: first.pointee.ai_addr, byteCount: Int(first.pointee.ai_addrlen))
+        let isIPv6 = first.pointee.ai_family == AF_INET6
+
+        settings = .allocate(capacity: 1)
+        settings.initialize(to: cv_mhd_settings())
+        var flags: UInt32
+        switch configuration.threadingMode {
+        case .eventLoop:
+            flags = MHD_USE_EPOLL.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+                | MHD_USE_TURBO.rawValue
+            settings.pointee.thread_pool_size = UInt32(max(1, configuration.threads))
+        case .threadPerConnection:
+            flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+                | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
+        }
+        if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        var strings: [UnsafeMutablePointer<CChar>] = []
+        func keep(_ text: String) -> UnsafePointer<CChar> {
+            let copy = strdup(text)!
+            strings.append(copy)
+            return UnsafePointer(copy)
+        }
+        if let tls = configuration.tls {
+            flags |= MHD_USE_TLS.rawValue
+            settings.pointee.tls_certificate_pem = keep(tls.certificatePEM)
+            settings.pointee.tls_key_pem = keep(tls.privateKeyPEM.unsafeRevealed)
+            if let clientCA = tls.clientCAPEM {
+                settings.pointee.tls_trust_pem = keep(clientCA)
+            }
+        }
+        cStrings = strings
+        settings.pointee.flags = flags
+        settings.pointee.address = UnsafePointer(address.assumingMemoryBound(to: sockaddr.self))
+        settings.pointee.port = UInt16(configuration.port)
+        settings.pointee.connection_timeout = UInt32(max(0, configuration.connectionTimeoutSeconds))
+        // The pool holds the request line and headers plus room to read the body and write the
+        // response head; the header limit itself is checked exactly in the first callback.
+        // libmicrohttpd zeroes the whole pool after every request, so it is kept small: at 32 KiB
+        // that memset alone took a tenth of the CPU under a /health load.
+        settings.pointee.connection_memory_limit = configuration.maxHeaderBytes + 4 * 1024
+        settings.pointee.connection_limit = UInt32(max(1, configuration.maxConnections))
+        settings.pointee.listen_backlog = 1024
+        settings.pointee.uri_callback = requestStartedCallback
+        settings.pointee.completed_callback = requestCompletedCallback
+        settings.pointee.log_callback = daemonLogCallback
+        let cls = Unmanaged.passUnretained(core).toOpaque()
+        settings.pointee.log_cls = cls
+        guard let daemon = cv_mhd_start(settings, accessHandlerCallback, cls) else {
+            let reason = String(cString: strerror(errno))
+            Self.release(settings: settings, address: address, cStrings: cStrings)
+            throw ServerError(
+                .startFailed,
+                "cannot start the HTTP server on \(configuration.host):\(configuration.port) (\(reason))"
+            )
+        }
+        pointer = daemon
+        port = Int(cv_mhd_bound_port(daemon))
+    }
+
+    /// Stops accepting new connections.
+    func quiesce() {
+        let listenSocket = MHD_quiesce_daemon(pointer)
+        if listenSocket >= 0 { close(listenSocket) }
+    }
+
+    /// Stops the daemon (closing every connection) and frees its C memory.
+    func stop() {
+        MHD_stop_daemon(pointer)
+        Self.release(settings: settings, address: address, cStrings: cStrings)
+    }
+
+    /// Leaves the daemon running (the process is exiting with handlers still suspended).
+    func abandon() {}
+
+    private static func release(
+        settings: UnsafeMutablePointer<cv_mhd_settings>,
+        address: UnsafeMutableRawPointer,
+        cStrings: [UnsafeMutablePointer<CChar>]
+    ) {
+        for text in cStrings {
+            memset(text, 0, strlen(text))  // the private key is among them
+            free(text)
+        }
+        settings.deinitialize(count: 1)
+        settings.deallocate()
+        address.deallocate()
+    }
 }

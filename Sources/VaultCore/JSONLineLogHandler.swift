@@ -17,10 +17,9 @@ public struct JSONLineLogHandler: LogHandler {
     }
 
     public func write(_ record: LogRecord) {
-        var line = Self.render(record)
-        line.append("\n")
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
+        var bytes = Self.renderBytes(record)
+        bytes.append(0x0A)
+        bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
@@ -32,30 +31,82 @@ public struct JSONLineLogHandler: LogHandler {
 
     /// Renders a record as one JSON object (no trailing newline).
     public static func render(_ record: LogRecord) -> String {
-        var out = "{\"time\":"
-        JSONText.appendString(ISO8601Timestamp.format(record.time), to: &out)
-        out += ",\"level\":"
+        String(decoding: renderBytes(record), as: UTF8.self)
+    }
+
+    /// Renders a record as the UTF-8 bytes of one JSON object (no trailing newline), straight into
+    /// one buffer: this runs once per request, so it avoids intermediate strings.
+    public static func renderBytes(_ record: LogRecord) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + record.message.utf8.count + record.metadata.count * 40)
+        out.append(contentsOf: #"{"time":""#.utf8)
+        ISO8601Timestamp.append(record.time, to: &out)
+        out.append(contentsOf: #"","level":"#.utf8)
         JSONText.appendString(record.level.description, to: &out)
-        out += ",\"msg\":"
+        out.append(contentsOf: #","msg":"#.utf8)
         JSONText.appendString(record.message, to: &out)
-        for key in record.metadata.keys.sorted() {
-            out += ","
+        let fields = record.metadata.sorted { $0.key < $1.key }
+        for (key, value) in fields {
+            out.append(0x2C)  // ,
             JSONText.appendString(key, to: &out)
-            out += ":"
-            switch record.metadata[key]! {
+            out.append(0x3A)  // :
+            switch value {
             case .string(let text), .redacted(let text): JSONText.appendString(text, to: &out)
-            case .int(let value): out += String(value)
-            case .double(let value): out += value.isFinite ? String(value) : "null"
-            case .bool(let value): out += value ? "true" : "false"
+            case .int(let value): JSONText.appendInteger(Int64(value), to: &out)
+            case .double(let value): out.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
+            case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
             }
         }
-        out += "}"
+        out.append(0x7D)  // }
         return out
     }
 }
 
 /// Minimal JSON text helpers for hand-built output on hot paths.
 public enum JSONText {
+    /// Appends `text` as a quoted, escaped JSON string to a byte buffer.
+    public static func appendString(_ text: String, to out: inout [UInt8]) {
+        out.append(0x22)
+        var text = text
+        text.withUTF8 { bytes in
+            var clean = 0
+            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<index]))
+                switch byte {
+                case 0x22: out.append(contentsOf: [0x5C, 0x22])
+                case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: out.append(contentsOf: [0x5C, 0x6E])
+                case 0x0D: out.append(contentsOf: [0x5C, 0x72])
+                case 0x09: out.append(contentsOf: [0x5C, 0x74])
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+                clean = index + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean...]))
+        }
+        out.append(0x22)
+    }
+
+    /// Appends the decimal digits of `value`.
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(0x2D) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[19 - count] = 0x30 + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+        }
+    }
+
     /// Appends `text` as a quoted, escaped JSON string.
     public static func appendString(_ text: String, to out: inout String) {
         out.append("\"")
@@ -88,18 +139,53 @@ public enum JSONText {
 /// RFC 3339 UTC timestamps with milliseconds, formatted without `DateFormatter`.
 public enum ISO8601Timestamp {
     public static func format(_ date: Date) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        append(date, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC) to a byte buffer.
+    public static func append(_ date: Date, to out: inout [UInt8]) {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let seconds = millis / 1000
         let ms = Int(millis - seconds * 1000)
-        var tmValue = tm()
-        var time = time_t(seconds)
-        gmtime_r(&time, &tmValue)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+        // Civil date from days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm),
+        // which avoids gmtime_r and the lock glibc takes inside it.
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = Int(seconds - days * 86_400)
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
+        let month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
+        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                out.append(0x30 + UInt8((rest / divisor) % 10))
+                rest %= divisor
+                divisor /= 10
+            }
         }
-        return pad(tmValue.tm_year + 1900, 4) + "-" + pad(tmValue.tm_mon + 1, 2) + "-" + pad(tmValue.tm_mday, 2) + "T"
-            + pad(tmValue.tm_hour, 2) + ":" + pad(tmValue.tm_min, 2) + ":" + pad(tmValue.tm_sec, 2) + "."
-            + pad(Int32(ms), 3) + "Z"
+        digits(year, 4)
+        out.append(0x2D)
+        digits(month, 2)
+        out.append(0x2D)
+        digits(day, 2)
+        out.append(0x54)  // T
+        digits(secondOfDay / 3600, 2)
+        out.append(0x3A)
+        digits(secondOfDay / 60 % 60, 2)
+        out.append(0x3A)
+        digits(secondOfDay % 60, 2)
+        out.append(0x2E)
+        digits(ms, 3)
+        out.append(0x5A)  // Z
     }
 }

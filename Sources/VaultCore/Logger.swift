@@ -113,8 +113,14 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: String, _ extra: LogMetadata = [:]) {
         guard level >= minimumLevel else { return }
-        var all = metadata
-        if !extra.isEmpty { all.merge(extra) { _, new in new } }
+        let all: LogMetadata
+        if metadata.isEmpty {
+            all = extra
+        } else if extra.isEmpty {
+            all = metadata
+        } else {
+            all = metadata.merging(extra) { _, new in new }
+        }
         handler.write(LogRecord(time: clock.now, level: level, message: message, metadata: all))
     }
 

@@ -4,6 +4,7 @@ import Foundation
 enum CardVaultCLI {
     /// Every subcommand, in the order `cardvault --help` lists them.
     static let commands: [any Command.Type] = [
+        ServeCommand.self,
         VersionCommand.self,
         InspectCommand.self,
     ]

@@ -2,4 +2,5 @@
 #define CARDVAULT_CV_SHIMS_H
 /* Umbrella of the small C wrappers: one header per C library, prefixed cv_. */
 #include "cv_version.h"
+#include "cv_mhd.h"
 #endif

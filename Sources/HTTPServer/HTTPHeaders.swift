@@ -1,0 +1,93 @@
+/// Header fields in arrival order, looked up case-insensitively.
+///
+/// Printing a value of this type (`description`, interpolation, `dump`) masks credentials: the
+/// values of `Authorization`, `Cookie` and similar headers show as `[REDACTED]`, and any run of
+/// twelve or more digits elsewhere is masked, so headers can never carry a bearer token or a PAN
+/// into a log line.
+public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomReflectable,
+    ExpressibleByDictionaryLiteral
+{
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public private(set) var fields: [Field]
+
+    public init() { fields = [] }
+
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    /// The first value of `name` (case-insensitive), if present.
+    public subscript(name: String) -> String? {
+        for field in fields where Self.sameName(field.name, name) { return field.value }
+        return nil
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Appends a field (keeps any existing ones of the same name).
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Replaces every field called `name` with one field.
+    public mutating func set(_ name: String, _ value: String) {
+        fields.removeAll { Self.sameName($0.name, name) }
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field called `name`.
+    public mutating func remove(_ name: String) {
+        fields.removeAll { Self.sameName($0.name, name) }
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Header names whose values are credentials and never printed.
+    public static let credentialHeaders: Set<String> = [
+        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-access-key",
+    ]
+
+    public var description: String {
+        var text = "["
+        for (index, field) in fields.enumerated() {
+            if index > 0 { text += ", " }
+            text += field.name + ": " + Self.printable(field)
+        }
+        return text + "]"
+    }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: fields.map { (label: $0.name, value: Self.printable($0) as Any) }, displayStyle: .dictionary)
+    }
+
+    static func printable(_ field: Field) -> String {
+        if credentialHeaders.contains(field.name.lowercased()) { return "[REDACTED]" }
+        return LogScrubber.maskDigitRuns(field.value)
+    }
+
+    @inline(__always)
+    static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.count == rhs.utf8.count && (lhs == rhs || lhs.lowercased() == rhs.lowercased())
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import VaultCore
+
+/// An HTTP request as handlers see it: fully received, body included.
+///
+/// Printing a request shows the method, the path with long digit runs masked, and the request id;
+/// never the query string, the body or credential headers.
+public struct Request: Sendable, CustomStringConvertible, CustomReflectable {
+    public var method: HTTPMethod
+    /// The path as sent (percent-encoded), without the query string.
+    public var path: String
+    /// The raw query string after `?` (empty when absent). Never logged.
+    public var rawQuery: String
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// The client's IP address as text (empty for in-process requests).
+    public var remoteAddress: String
+    /// The id sent back in `X-Request-Id` and carried by every log line about this request.
+    public var requestID: String
+    /// Values of the route's `:name` segments, percent-decoded.
+    public var parameters: [String: String]
+    /// The route pattern that matched (`/v2.01/:clientId/cards/:id`), empty when none did.
+    public var route: String
+    /// The server's logger; ``logger`` adds this request's id to it.
+    public var baseLogger: Logger
+
+    /// A logger carrying this request's id (built when asked for, so requests that log nothing
+    /// pay nothing).
+    public var logger: Logger { baseLogger.with(["requestId": .string(requestID)]) }
+
+    /// Creates a request; `target` is the path with an optional `?query`.
+    public init(
+        method: HTTPMethod,
+        target: String,
+        headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8] = [],
+        remoteAddress: String = "",
+        requestID: String = "test",
+        logger: Logger = .disabled
+    ) {
+        self.method = method
+        if let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+            path = String(target[..<question])
+            rawQuery = String(target[target.utf8.index(after: question)...])
+        } else {
+            path = target
+            rawQuery = ""
+        }
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+        self.requestID = requestID
+        self.parameters = [:]
+        self.route = ""
+        self.baseLogger = logger
+    }
+
+    /// The query string's fields.
+    ///
+    /// - Throws: ``HTTPError`` 400 when it is malformed.
+    public func query() throws(HTTPError) -> FormFields {
+        try URLEncodedForm.parse(rawQuery)
+    }
+
+    /// The body parsed as `application/x-www-form-urlencoded`, whatever the content type says.
+    ///
+    /// - Throws: ``HTTPError`` 400 when it is malformed.
+    public func formFields() throws(HTTPError) -> FormFields {
+        try URLEncodedForm.parse(body)
+    }
+
+    /// The body decoded as JSON, whatever the content type says.
+    ///
+    /// - Throws: ``HTTPError`` 400 naming the problem (without echoing any value).
+    public func decodeJSON<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws(HTTPError) -> T {
+        guard !body.isEmpty else { throw HTTPError.badRequest("The request body is empty; JSON was expected") }
+        do {
+            return try decoder.decode(type, from: Data(body))
+        } catch let error as DecodingError {
+            throw HTTPError.badRequest(Self.describe(error))
+        } catch {
+            throw HTTPError.badRequest("The request body is not valid JSON")
+        }
+    }
+
+    /// Names the field a decoding error is about, never its value.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let parent = path(context.codingPath)
+            return "Missing field " + (parent.isEmpty ? key.stringValue : parent + "." + key.stringValue)
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "Field " + path(context.codingPath) + " has the wrong type"
+        case .dataCorrupted(let context):
+            let field = path(context.codingPath)
+            return field.isEmpty ? "The request body is not valid JSON" : "Field " + field + " is invalid"
+        @unknown default:
+            return "The request body is not valid JSON"
+        }
+    }
+
+    public var description: String {
+        method.rawValue + " " + LogScrubber.maskDigitRuns(path) + " (" + requestID + ")"
+    }
+
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "method": method.rawValue, "path": LogScrubber.maskDigitRuns(path), "requestID": requestID,
+                "headers": headers, "bodyBytes": body.count,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

@@ -1,0 +1,191 @@
+import VaultCore
+
+/// A request handler that may wait (for a durable write, say) before it answers.
+public typealias Handler = @Sendable (Request) async throws -> Response
+
+/// A handler that answers at once without waiting; the server runs it on its own thread, skipping
+/// the hop to the concurrency pool (for cheap, hot routes such as `/health`).
+public typealias ImmediateHandler = @Sendable (Request) throws -> Response
+
+/// Routes requests by method and path. Patterns are `/`-separated segments; a segment `:name`
+/// matches any one non-empty segment and its percent-decoded value lands in
+/// `request.parameters["name"]`. A literal segment wins over a parameter at the same place.
+///
+/// Build it with ``add(_:_:handler:)`` (or ``get(_:handler:)`` ...), then hand it to ``HTTPServer``
+/// or call ``respond(to:)`` directly in tests.
+public struct Router: Sendable {
+    /// How a route runs.
+    public enum Body: Sendable {
+        case async(Handler)
+        case immediate(ImmediateHandler)
+    }
+
+    /// One registered route.
+    public struct Route: Sendable {
+        /// Position in registration order (the key for per-route metrics).
+        public let index: Int
+        public let method: HTTPMethod
+        public let pattern: String
+        let segments: [Segment]
+        public let body: Body
+    }
+
+    /// The outcome of looking up a method and path.
+    public enum Match: Sendable {
+        case found(Route, parameters: [String: String])
+        /// The path exists for other methods.
+        case methodNotAllowed([HTTPMethod])
+        case notFound
+        /// The path could not be decoded.
+        case malformed(HTTPError)
+    }
+
+    enum Segment: Sendable, Equatable {
+        case literal(Substring)
+        case parameter(String)
+    }
+
+    /// Routes with the same segment shape, keyed by method.
+    struct PatternGroup: Sendable {
+        var segments: [Segment]
+        var byMethod: [HTTPMethod: Int]
+        var literalCount: Int { segments.count { if case .literal = $0 { true } else { false } } }
+    }
+
+    public private(set) var routes: [Route] = []
+    private var literalPaths: [String: PatternGroup] = [:]
+    private var parameterized: [PatternGroup] = []
+
+    public init() {}
+
+    /// Registers `handler` for `method` on `pattern`.
+    ///
+    /// - Precondition: the pattern starts with `/` and is not registered yet for this method.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, handler: @escaping Handler) {
+        register(method, pattern, .async(handler))
+    }
+
+    /// Registers a handler that answers without waiting (see ``ImmediateHandler``).
+    public mutating func addImmediate(_ method: HTTPMethod, _ pattern: String, handler: @escaping ImmediateHandler) {
+        register(method, pattern, .immediate(handler))
+    }
+
+    public mutating func get(_ pattern: String, handler: @escaping Handler) { add(.get, pattern, handler: handler) }
+    public mutating func post(_ pattern: String, handler: @escaping Handler) { add(.post, pattern, handler: handler) }
+    public mutating func put(_ pattern: String, handler: @escaping Handler) { add(.put, pattern, handler: handler) }
+    public mutating func delete(_ pattern: String, handler: @escaping Handler) { add(.delete, pattern, handler: handler) }
+
+    private mutating func register(_ method: HTTPMethod, _ pattern: String, _ body: Body) {
+        precondition(pattern.hasPrefix("/"), "route pattern must start with /: \(pattern)")
+        let segments: [Segment] = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+            $0.hasPrefix(":") && $0.count > 1 ? .parameter(String($0.dropFirst())) : .literal($0)
+        }
+        let route = Route(index: routes.count, method: method, pattern: pattern, segments: segments, body: body)
+        let isLiteral = !segments.contains { if case .parameter = $0 { true } else { false } }
+        if isLiteral {
+            var group = literalPaths[pattern] ?? PatternGroup(segments: segments, byMethod: [:])
+            precondition(group.byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
+            group.byMethod[method] = route.index
+            literalPaths[pattern] = group
+        } else if let position = parameterized.firstIndex(where: { $0.segments == segments }) {
+            precondition(parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
+            parameterized[position].byMethod[method] = route.index
+        } else {
+            parameterized.append(PatternGroup(segments: segments, byMethod: [method: route.index]))
+            // Literal segments first, left to right: `/cards/mine` wins over `/cards/:id`.
+            parameterized.sort { lhs, rhs in
+                for (left, right) in zip(lhs.segments, rhs.segments) {
+                    switch (left, right) {
+                    case (.literal, .parameter): return true
+                    case (.parameter, .literal): return false
+                    default: continue
+                    }
+                }
+                return lhs.literalCount > rhs.literalCount
+            }
+        }
+        routes.append(route)
+    }
+
+    /// Finds the route for `method` and `path` (percent-encoded, without the query).
+    public func match(_ method: HTTPMethod, path: String) -> Match {
+        if let group = literalPaths[path] {
+            return pick(group, method, parameters: [:])
+        }
+        guard !parameterized.isEmpty, path.hasPrefix("/") else { return .notFound }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        candidates: for group in parameterized where group.segments.count == parts.count {
+            var parameters: [String: String] = [:]
+            for (segment, part) in zip(group.segments, parts) {
+                switch segment {
+                case .literal(let text):
+                    if text != part { continue candidates }
+                case .parameter(let name):
+                    if part.isEmpty { continue candidates }
+                    do {
+                        parameters[name] = try URLEncodedForm.percentDecode(part)
+                    } catch {
+                        return .malformed(error)
+                    }
+                }
+            }
+            return pick(group, method, parameters: parameters)
+        }
+        return .notFound
+    }
+
+    private func pick(_ group: PatternGroup, _ method: HTTPMethod, parameters: [String: String]) -> Match {
+        if let index = group.byMethod[method] ?? (method == .head ? group.byMethod[.get] : nil) {
+            return .found(routes[index], parameters: parameters)
+        }
+        return .methodNotAllowed(group.byMethod.keys.sorted { $0.rawValue < $1.rawValue })
+    }
+
+    /// Routes and answers `request` in-process, exactly as the server does after reading it
+    /// (routing, error mapping, request id header), without sockets.
+    public func respond(to request: Request) async -> Response {
+        var request = request
+        var response: Response
+        switch match(request.method, path: request.path) {
+        case .found(let route, let parameters):
+            request.parameters = parameters
+            request.route = route.pattern
+            do {
+                switch route.body {
+                case .async(let handler): response = try await handler(request)
+                case .immediate(let handler): response = try handler(request)
+                }
+            } catch {
+                response = ErrorResponder.response(for: error, request: request)
+            }
+        case .methodNotAllowed(let allowed):
+            response = HTTPError.methodNotAllowed(allowed: allowed).makeResponse()
+        case .notFound:
+            response = HTTPError.notFound.makeResponse()
+        case .malformed(let error):
+            response = error.makeResponse()
+        }
+        response.headers.set(RequestIDs.headerName, request.requestID)
+        return response
+    }
+}
+
+/// The one place errors become responses.
+public enum ErrorResponder {
+    /// The response for `error` thrown while handling `request`: its own if it is an
+    /// ``HTTPResponseError``, otherwise a bare 500 whose details go to the log only.
+    public static func response(for error: any Error, request: Request) -> Response {
+        if let known = error as? any HTTPResponseError {
+            return known.makeResponse()
+        }
+        request.logger.error(
+            "unexpected error",
+            [
+                "route": .string(request.route),
+                "errorType": .string(String(reflecting: type(of: error))),
+                "error": .string(LogScrubber.maskDigitRuns(String(describing: error))),
+            ]
+        )
+        return HTTPError.internalError.makeResponse()
+    }
+}

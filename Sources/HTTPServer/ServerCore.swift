@@ -1,0 +1,394 @@
+import CMicroHTTPD
+import CShims
+import Dispatch
+import Foundation
+import Synchronization
+import VaultCore
+
+/// The state libmicrohttpd's callbacks reach through their `cls` pointer: routes, limits, logger,
+/// metrics and the counts shutdown waits on.
+final class ServerCore: Sendable {
+    let configuration: ServerConfiguration
+    let router: Router
+    let logger: Logger
+    let requestIDs = RequestIDs()
+    /// Series per route, indexed like `router.routes`.
+    let routeSeries: [RouteSeries]
+    /// Series for requests that matched no route, by method label.
+    let unmatchedSeries: [String: RouteSeries]
+    let logRequests: Bool
+    let requireClientCertificate: Bool
+
+    /// Requests begun and not yet finished (what graceful shutdown waits for).
+    let inFlight = Atomic<Int>(0)
+    /// Requests whose handler task is running with its connection suspended.
+    let suspended = Atomic<Int>(0)
+    /// Set while shutting down: responses ask clients to close.
+    let draining = Atomic<Bool>(false)
+
+    static let methodLabels: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    init(configuration: ServerConfiguration, router: Router, logger: Logger, metrics: HTTPMetrics) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        self.routeSeries = router.routes.map { metrics.series(method: $0.method.rawValue, route: $0.pattern) }
+        var unmatched: [String: RouteSeries] = [:]
+        for method in Self.methodLabels.union(["OTHER"]) {
+            unmatched[method] = metrics.series(method: method, route: HTTPMetrics.unmatchedRoute)
+        }
+        self.unmatchedSeries = unmatched
+        self.logRequests = logger.minimumLevel <= .info
+        self.requireClientCertificate = configuration.tls?.clientCAPEM != nil
+    }
+
+    // MARK: - Access handler
+
+    func handle(
+        connection: OpaquePointer,
+        method: UnsafePointer<CChar>?,
+        uploadData: UnsafePointer<CChar>?,
+        uploadDataSize: UnsafeMutablePointer<Int>,
+        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let context: RequestContext
+        if let raw = slot.pointee {
+            context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        } else {
+            context = begin(target: "/")
+            slot.pointee = Unmanaged.passRetained(context).toOpaque()
+        }
+        switch context.phase {
+        case .new:
+            return headersReceived(context, connection, method)
+        case .receiving:
+            let size = uploadDataSize.pointee
+            if size > 0 {
+                uploadDataSize.pointee = 0
+                return receive(context, uploadData, size)
+            }
+            return requestReceived(context, connection)
+        case .waiting:
+            guard let response = context.pendingResponse else { return MHD_Result.NO }
+            context.pendingResponse = nil
+            return queue(response, context, connection)
+        case .answered:
+            return MHD_Result.YES
+        }
+    }
+
+    /// A request line arrived: the request's context starts here (it also times the request).
+    func begin(target: String) -> RequestContext {
+        inFlight.add(1, ordering: .relaxed)
+        return RequestContext(target: target, start: monotonicNanos())
+    }
+
+    /// First callback: headers are in. Route, check limits, and wait for the body (answering here
+    /// would make libmicrohttpd close the connection), unless the request is refused outright.
+    private func headersReceived(_ context: RequestContext, _ connection: OpaquePointer, _ method: UnsafePointer<CChar>?)
+        -> MHD_Result
+    {
+        context.phase = .receiving
+        context.method = method.map { HTTPMethod(String(cString: $0)) } ?? .get
+        context.headerBytes = context.target.utf8.count + context.method.rawValue.utf8.count + 12
+        _ = MHD_get_connection_values_n(
+            connection,
+            .HEADER_KIND,
+            headerCallback,
+            Unmanaged.passUnretained(context).toOpaque()
+        )
+        context.requestID = requestIDs.accept(context.headers[RequestIDs.headerName])
+
+        let path = context.path
+        switch router.match(context.method, path: path) {
+        case .found(let route, let parameters):
+            context.route = route
+            context.parameters = parameters
+            context.series = routeSeries[route.index]
+        case .methodNotAllowed(let allowed):
+            context.refusal = HTTPError.methodNotAllowed(allowed: allowed)
+        case .notFound:
+            context.refusal = HTTPError.notFound
+        case .malformed(let error):
+            context.refusal = error
+        }
+        if context.series == nil {
+            let label = Self.methodLabels.contains(context.method.rawValue) ? context.method.rawValue : "OTHER"
+            context.series = unmatchedSeries[label]
+        }
+
+        if context.headerBytes > configuration.maxHeaderBytes {
+            context.closeAfter = true
+            return queue(HTTPError.headersTooLarge(limit: configuration.maxHeaderBytes).makeResponse(), context, connection)
+        }
+        if requireClientCertificate && cv_mhd_client_certificate_verified(connection) != 1 {
+            context.closeAfter = true
+            let refusal = HTTPError(.forbidden, status: .forbidden, message: "A valid client certificate is required")
+            return queue(refusal.makeResponse(), context, connection)
+        }
+        if let length = context.headers["Content-Length"].flatMap({ Int($0) }) {
+            if length > configuration.maxBodyBytes {
+                // Refused before a byte of the body is read; the connection closes after the answer.
+                context.closeAfter = true
+                return queue(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).makeResponse(), context, connection)
+            }
+            if length > 0 { context.body.reserveCapacity(length) }
+        }
+        return MHD_Result.YES
+    }
+
+    /// A piece of the body. Past the limit (a chunked body that grows too long) the rest is counted
+    /// and dropped, never buffered; far past it the connection is cut.
+    private func receive(_ context: RequestContext, _ data: UnsafePointer<CChar>?, _ size: Int) -> MHD_Result {
+        if context.bodyTooLarge || context.body.count + size > configuration.maxBodyBytes {
+            if !context.bodyTooLarge {
+                context.bodyTooLarge = true
+                context.body = []
+            }
+            context.discardedBytes += size
+            return context.discardedBytes > 4 * configuration.maxBodyBytes ? MHD_Result.NO : MHD_Result.YES
+        }
+        if let data {
+            context.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size))
+        }
+        return MHD_Result.YES
+    }
+
+    /// The whole request is in: run its handler and answer.
+    private func requestReceived(_ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
+        if context.bodyTooLarge {
+            context.closeAfter = true
+            return queue(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).makeResponse(), context, connection)
+        }
+        if let refusal = context.refusal {
+            return queue(refusal.makeResponse(), context, connection)
+        }
+        guard let route = context.route else { return queue(HTTPError.notFound.makeResponse(), context, connection) }
+        let request = makeRequest(context, connection, route)
+        switch route.body {
+        case .immediate(let handler):
+            let response: Response
+            do {
+                response = try handler(request)
+            } catch {
+                response = ErrorResponder.response(for: error, request: request)
+            }
+            return queue(response, context, connection)
+        case .async(let handler):
+            switch configuration.threadingMode {
+            case .threadPerConnection:
+                let done = DispatchSemaphore(value: 0)
+                let task = Task { () -> Response in
+                    defer { done.signal() }
+                    return await Self.invoke(handler, request)
+                }
+                done.wait()
+                return queue(Self.result(of: task), context, connection)
+            case .eventLoop:
+                MHD_suspend_connection(connection)
+                context.phase = .waiting
+                suspended.add(1, ordering: .relaxed)
+                let suspendedConnection = SuspendedConnection(pointer: connection)
+                Task {
+                    context.pendingResponse = await Self.invoke(handler, request)
+                    self.suspended.subtract(1, ordering: .releasing)
+                    MHD_resume_connection(suspendedConnection.pointer)
+                }
+                return MHD_Result.YES
+            }
+        }
+    }
+
+    private static func invoke(_ handler: Handler, _ request: Request) async -> Response {
+        do {
+            return try await handler(request)
+        } catch {
+            return ErrorResponder.response(for: error, request: request)
+        }
+    }
+
+    /// The value of a task known to have finished (thread-per-connection mode).
+    private static func result(of task: Task<Response, Never>) -> Response {
+        let box = ResponseBox()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            box.response = await task.value
+            done.signal()
+        }
+        done.wait()
+        return box.response ?? HTTPError.internalError.makeResponse()
+    }
+
+    private func makeRequest(_ context: RequestContext, _ connection: OpaquePointer, _ route: Router.Route) -> Request {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = cv_mhd_client_address(connection, &buffer, buffer.count)
+        let remote = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        var request = Request(
+            method: context.method,
+            target: context.target,
+            headers: context.headers,
+            body: context.body,
+            remoteAddress: remote,
+            requestID: context.requestID,
+            logger: logger
+        )
+        context.body = []
+        request.parameters = context.parameters
+        request.route = route.pattern
+        return request
+    }
+
+    /// Hands `response` to libmicrohttpd, with the request id (and `Connection: close` when the
+    /// connection must not be reused).
+    private func queue(_ response: Response, _ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
+        context.phase = .answered
+        context.status = response.status.code
+        let mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count,
+                UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                .RESPMEM_MUST_COPY
+            )
+        }
+        guard let mhdResponse else { return MHD_Result.NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for field in response.headers where !HTTPHeaders.sameName(field.name, RequestIDs.headerName) {
+            _ = MHD_add_response_header(mhdResponse, field.name, field.value)
+        }
+        _ = MHD_add_response_header(mhdResponse, RequestIDs.headerName, context.requestID)
+        if context.closeAfter || draining.load(ordering: .relaxed) {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status.code), mhdResponse)
+    }
+
+    // MARK: - Completion
+
+    /// The request is over (answered and sent, or the connection failed): count and log it.
+    func finish(_ context: RequestContext, termination: MHD_RequestTerminationCode) {
+        let nanos = monotonicNanos() &- context.start
+        inFlight.subtract(1, ordering: .releasing)
+        guard context.status != 0 else {
+            logger.debug(
+                "request ended without an answer",
+                ["requestId": .string(context.requestID), "termination": .int(Int(termination.rawValue))]
+            )
+            return
+        }
+        context.series?.record(status: context.status, nanoseconds: nanos)
+        if logRequests {
+            logger.info(
+                "request",
+                [
+                    "requestId": .string(context.requestID),
+                    "method": .string(context.method.rawValue),
+                    "route": .string(context.route?.pattern ?? HTTPMetrics.unmatchedRoute),
+                    "status": .int(context.status),
+                    "durationMs": .double(Double(nanos / 1000) / 1000),
+                ]
+            )
+        }
+    }
+}
+
+/// A suspended connection handed to the task that will resume it.
+struct SuspendedConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// Carries a finished task's response back to a blocked thread.
+final class ResponseBox: @unchecked Sendable {
+    var response: Response?
+}
+
+/// Per-request state kept between libmicrohttpd's callbacks. It is touched by one connection's
+/// thread at a time; while a handler task runs, the connection is suspended and only the task
+/// writes `pendingResponse`, which the resumed callback then reads.
+final class RequestContext: @unchecked Sendable {
+    enum Phase {
+        case new, receiving, waiting, answered
+    }
+
+    let target: String
+    let start: UInt64
+    var phase = Phase.new
+    var method = HTTPMethod.get
+    var headers = HTTPHeaders()
+    var headerBytes = 0
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var discardedBytes = 0
+    var requestID = ""
+    var route: Router.Route?
+    var parameters: [String: String] = [:]
+    var refusal: HTTPError?
+    var series: RouteSeries?
+    var pendingResponse: Response?
+    var status = 0
+    var closeAfter = false
+
+    init(target: String, start: UInt64) {
+        self.target = target
+        self.start = start
+    }
+
+    /// The path part of the request target.
+    var path: String {
+        guard let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target }
+        return String(target[..<question])
+    }
+}
+
+@inline(__always)
+func monotonicNanos() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
+// MARK: - C callbacks (cls is the ServerCore, unretained: the server outlives its daemon)
+
+let accessHandlerCallback: MHD_AccessHandlerCallback = {
+    cls, connection, _, method, _, uploadData, uploadDataSize, slot in
+    guard let cls, let connection, let uploadDataSize, let slot else { return MHD_Result.NO }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    return core.handle(
+        connection: connection,
+        method: method,
+        uploadData: uploadData,
+        uploadDataSize: uploadDataSize,
+        slot: slot
+    )
+}
+
+let requestStartedCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?)
+    -> UnsafeMutableRawPointer? = { cls, uri, _ in
+        guard let cls else { return nil }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let context = core.begin(target: uri.map { String(cString: $0) } ?? "/")
+        return Unmanaged.passRetained(context).toOpaque()
+    }
+
+let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, slot, termination in
+    guard let cls, let slot, let raw = slot.pointee else { return }
+    slot.pointee = nil
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+    core.finish(context, termination: termination)
+}
+
+let headerCallback: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
+    guard let cls, let key else { return MHD_Result.YES }
+    let context = Unmanaged<RequestContext>.fromOpaque(cls).takeUnretainedValue()
+    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+    let text = value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: valueSize), as: UTF8.self) } ?? ""
+    context.headers.add(name, text)
+    context.headerBytes += keySize + valueSize + 4
+    return MHD_Result.YES
+}
+
+let daemonLogCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = { cls, message in
+    guard let cls, let message else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    core.logger.warning("libmicrohttpd", ["detail": .string(LogScrubber.maskDigitRuns(String(cString: message)))])
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+/// An OAuth bearer token just issued: the token in clear (shown once) and its lifetime.
+public struct IssuedToken: Sendable {
+    public var accessToken: Redacted<String>
+    public var expiresIn: Int
+}
+
+/// Issues and checks OAuth2 client-credentials bearer tokens.
+///
+/// Tokens are 40 random alphanumeric characters. Only their SHA-256-based digest is kept: in the store (so a
+/// restart does not log merchants out) and in a memory cache in front of it. A token expires after
+/// ``PaymentsConfiguration/bearerTokenLifetime``; expired entries are dropped when met.
+public final class BearerTokens: Sendable {
+    private struct Entry: Codable, Sendable {
+        var clientId: String
+        var expiresAt: Int64
+    }
+
+    private let environment: PaymentsEnvironment
+    private let cache = Mutex<[String: Entry]>([:])
+    /// The fixed key of the token digest (domain separation only; the tokens themselves carry 238 bits).
+    private static let digestKey = SymmetricKey(copying: Array("cardvault bearer token digest v1".utf8))
+
+    public init(environment: PaymentsEnvironment) {
+        self.environment = environment
+    }
+
+    private static func digest(_ token: String) -> String {
+        Identifier.hex(HMACSHA256.authenticationCode(for: Array(token.utf8), using: digestKey))
+    }
+
+    /// Issues a token for `client`.
+    public func issue(for client: Client) async throws -> IssuedToken {
+        let token = Identifier.secret(count: 40, random: environment.random)
+        let lifetime = Int(environment.configuration.bearerTokenLifetime)
+        let entry = Entry(clientId: client.clientId, expiresAt: environment.nowSeconds + Int64(lifetime))
+        let digest = Self.digest(token)
+        try await mapStoreErrors {
+            try await environment.store.put(
+                Collections.bearerTokens, id: digest, value: try RecordCoding.encode(entry), condition: .absent)
+        }
+        cache.withLock { $0[digest] = entry }
+        return IssuedToken(accessToken: Redacted(token), expiresIn: lifetime)
+    }
+
+    /// The ClientId a valid, unexpired token belongs to.
+    /// - Throws: ``PaymentsError`` `.invalidToken` for an unknown or expired token.
+    public func clientId(forToken token: String) async throws -> String {
+        guard token.utf8.count == 40, token.utf8.allSatisfy(Identifier.isIdentifierByte) else {
+            throw Self.invalid
+        }
+        let digest = Self.digest(token)
+        let now = environment.nowSeconds
+        var entry = cache.withLock { $0[digest] }
+        if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest) {
+            entry = stored.0
+            cache.withLock { $0[digest] = stored.0 }
+        }
+        guard let entry else { throw Self.invalid }
+        guard now < entry.expiresAt else {
+            cache.withLock { _ = $0.removeValue(forKey: digest) }
+            try? await environment.store.delete(Collections.bearerTokens, id: digest)
+            throw Self.invalid
+        }
+        return entry.clientId
+    }
+
+    /// Removes expired tokens from memory and the store; returns how many went.
+    @discardableResult
+    public func purgeExpired() async throws -> Int {
+        let now = environment.nowSeconds
+        cache.withLock { cache in cache = cache.filter { $0.value.expiresAt > now } }
+        var removed = 0
+        for record in try await environment.store.scanAll(Collections.bearerTokens) {
+            let entry = try RecordCoding.decode(Entry.self, from: record)
+            if entry.expiresAt <= now {
+                try await environment.store.delete(Collections.bearerTokens, id: record.id)
+                removed += 1
+            }
+        }
+        return removed
+    }
+
+    private static let invalid = PaymentsError(.invalidToken, "The authorization credentials are not valid")
+}

@@ -1,0 +1,111 @@
+import CardKit
+import VaultCore
+import VaultStore
+
+/// Reads, lists and deactivates a client's cards, and reads the profiling attempts of tokenizations.
+public struct CardService: Sendable {
+    let environment: PaymentsEnvironment
+    let users: UserService
+    let securityCodes: SecurityCodeHold
+
+    public init(environment: PaymentsEnvironment, securityCodes: SecurityCodeHold) {
+        self.environment = environment
+        self.users = UserService(environment: environment)
+        self.securityCodes = securityCodes
+    }
+
+    /// The card `id` of `clientId`.
+    /// - Throws: ``PaymentsError`` `.notFound`.
+    public func get(clientId: String, id: String) async throws -> Card {
+        guard let (card, _) = try await read(clientId: clientId, id: id) else {
+            throw PaymentsError.notFound("Card", id: id)
+        }
+        return card
+    }
+
+    func read(clientId: String, id: String) async throws -> (Card, UInt64)? {
+        guard Identifier.isWellFormed(id) else { return nil }
+        return try await environment.store.read(Card.self, Collections.cards, id: Identifier.scoped(clientId, id))
+    }
+
+    /// Applies `Active`: false deactivates the card for good (and drops any held security code); true on an
+    /// active card changes nothing; true on a deactivated card is refused.
+    public func update(clientId: String, id: String, active: Bool?) async throws -> Card {
+        for _ in 0..<5 {
+            guard let (current, version) = try await read(clientId: clientId, id: id) else {
+                throw PaymentsError.notFound("Card", id: id)
+            }
+            var card = current
+            guard let active, active != card.active else { return card }
+            if active {
+                throw PaymentsError.invalid("Active", "A deactivated card cannot be activated again.")
+            }
+            card.active = false
+            do {
+                try await mapStoreErrors {
+                    try await environment.store.put(
+                        Collections.cards, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(card),
+                        condition: .version(version))
+                }
+                securityCodes.discard(clientId: clientId, cardId: id)
+                environment.logger.info("card deactivated", ["clientId": .string(clientId), "cardId": .string(id)])
+                return card
+            } catch let error as StoreError where error.code == .conflict {
+                continue
+            }
+        }
+        throw PaymentsError(.unavailable, "The card is being changed by another request; retry")
+    }
+
+    /// The cards of user `userId`.
+    /// - Throws: ``PaymentsError`` `.notFound` when the user does not exist.
+    public func list(clientId: String, userId: String, page: PageRequest) async throws -> Page<Card> {
+        guard try await users.exists(clientId: clientId, id: userId) else {
+            throw PaymentsError.notFound("User", id: userId)
+        }
+        return page.slice(
+            try await indexed(Collections.cardsByUser, clientId: clientId, key: userId), creationDate: \.creationDate,
+            id: \.id)
+    }
+
+    /// The cards of this client with fingerprint `fingerprint` (none for an unknown or malformed one).
+    public func list(clientId: String, fingerprint: String, page: PageRequest) async throws -> Page<Card> {
+        guard fingerprint.utf8.count == 32, Identifier.isWellFormed(fingerprint) else {
+            return page.slice([Card](), creationDate: \.creationDate, id: \.id)
+        }
+        return page.slice(
+            try await indexed(Collections.cardsByFingerprint, clientId: clientId, key: fingerprint),
+            creationDate: \.creationDate, id: \.id)
+    }
+
+    private func indexed(_ collection: String, clientId: String, key: String) async throws -> [Card] {
+        var cards: [Card] = []
+        let prefix = Identifier.indexed(clientId, key, "")
+        for entry in try await environment.store.scanAll(collection, prefix: prefix) {
+            if let (card, _) = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count))) {
+                cards.append(card)
+            }
+        }
+        return cards
+    }
+
+    /// The profiling attempt `reference` of `clientId`.
+    /// - Throws: ``PaymentsError`` `.notFound`.
+    public func profilingAttempt(clientId: String, reference: String) async throws -> ProfilingAttempt {
+        guard Identifier.isWellFormed(reference),
+            let (attempt, _) = try await environment.store.read(
+                ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))
+        else { throw PaymentsError.notFound("ProfilingAttempt", id: reference) }
+        return attempt
+    }
+
+    /// The vaulted number and expiry of a card, for the one flow that hands them to the card network (pay-ins).
+    /// Never return them to a merchant or log them; the PAN prints as its alias.
+    public func vaultedNumber(clientId: String, cardId: String) async throws -> (PAN, CardExpiry) {
+        guard Identifier.isWellFormed(cardId),
+            let record = try await environment.store.get(Collections.vault, id: Identifier.scoped(clientId, cardId)),
+            let decoded = CardNumberRecord.decode(record.value)
+        else { throw PaymentsError.notFound("Card", id: cardId) }
+        return decoded
+    }
+}

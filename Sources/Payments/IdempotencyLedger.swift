@@ -1,0 +1,143 @@
+import Foundation
+import VaultCrypto
+import VaultStore
+
+/// A response kept for an idempotency key: what a replay sends back and what `GET /responses/{key}` shows.
+public struct StoredResponse: Sendable, Equatable, Codable {
+    public var statusCode: Int
+    public var contentType: String
+    public var body: [UInt8]
+    /// The path of the original request.
+    public var requestURL: String
+    public var date: Int64
+
+    public init(statusCode: Int, contentType: String, body: [UInt8], requestURL: String, date: Int64) {
+        self.statusCode = statusCode
+        self.contentType = contentType
+        self.body = body
+        self.requestURL = requestURL
+        self.date = date
+    }
+}
+
+/// `Idempotency-Key` handling for POSTs: the first request with a key reserves it and runs; a later request with
+/// the same key and the same method, path and body gets the stored response again; with anything else it is a
+/// conflict (409). Entries last ``PaymentsConfiguration/idempotencyRetention`` (24 hours).
+public struct IdempotencyLedger: Sendable {
+    private struct Entry: Codable {
+        /// HMAC-SHA256 digest of method, path and body.
+        var requestDigest: [UInt8]
+        var createdAt: Int64
+        /// nil while the first request is still running.
+        var response: StoredResponse?
+    }
+
+    /// What to do with a request that carries a key.
+    public enum Decision: Sendable, Equatable {
+        /// Run the request, then ``record(clientId:key:response:)`` its response.
+        case proceed
+        /// Send this stored response again.
+        case replay(StoredResponse)
+    }
+
+    let environment: PaymentsEnvironment
+    private static let digestKey = SymmetricKey(copying: Array("cardvault idempotency digest v1".utf8))
+
+    public init(environment: PaymentsEnvironment) {
+        self.environment = environment
+    }
+
+    /// True when `key` is 16–36 characters of letters, digits and `-`.
+    public static func isValidKey(_ key: String) -> Bool {
+        let bytes = key.utf8
+        return (16...36).contains(bytes.count)
+            && bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D }
+    }
+
+    private static func digest(method: String, path: String, body: [UInt8]) -> [UInt8] {
+        var message = Array((method + " " + path + "\n").utf8)
+        message += body
+        return HMACSHA256.authenticationCode(for: message, using: digestKey)
+    }
+
+    /// Reserves `key` for this request or finds its earlier response.
+    /// - Throws: ``PaymentsError`` `.invalidParameters` for a malformed key, `.idempotencyConflict` when the key
+    ///   was used with another request or its first request is still running.
+    public func begin(clientId: String, key: String, method: String, path: String, body: [UInt8]) async throws
+        -> Decision
+    {
+        guard Self.isValidKey(key) else {
+            throw PaymentsError.invalid("Idempotency-Key", "The Idempotency-Key must be 16 to 36 characters of letters, digits and '-'.")
+        }
+        let digest = Self.digest(method: method, path: path, body: body)
+        let id = Identifier.scoped(clientId, key)
+        let now = environment.nowSeconds
+        let entry = Entry(requestDigest: digest, createdAt: now, response: nil)
+        for _ in 0..<3 {
+            if let (existing, version) = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
+                if Double(now - existing.createdAt) >= environment.configuration.idempotencyRetention {
+                    do {
+                        try await mapStoreErrors {
+                            try await environment.store.put(
+                                Collections.idempotency, id: id, value: try RecordCoding.encode(entry),
+                                condition: .version(version))
+                        }
+                        return .proceed
+                    } catch let error as StoreError where error.code == .conflict {
+                        continue
+                    }
+                }
+                guard ConstantTime.equals(existing.requestDigest, digest), let response = existing.response else {
+                    throw Self.conflict
+                }
+                return .replay(response)
+            }
+            do {
+                try await mapStoreErrors {
+                    try await environment.store.put(
+                        Collections.idempotency, id: id, value: try RecordCoding.encode(entry), condition: .absent)
+                }
+                return .proceed
+            } catch let error as StoreError where error.code == .conflict {
+                continue
+            }
+        }
+        throw Self.conflict
+    }
+
+    /// Stores the response of the request that reserved `key`.
+    public func record(clientId: String, key: String, response: StoredResponse) async throws {
+        let id = Identifier.scoped(clientId, key)
+        guard let (stored, version) = try await environment.store.read(Entry.self, Collections.idempotency, id: id) else {
+            return
+        }
+        var entry = stored
+        entry.response = response
+        try await mapStoreErrors {
+            try await environment.store.put(
+                Collections.idempotency, id: id, value: try RecordCoding.encode(entry), condition: .version(version))
+        }
+    }
+
+    /// Releases a reservation whose request failed before producing a response worth keeping.
+    public func abandon(clientId: String, key: String) async throws {
+        try await environment.store.delete(Collections.idempotency, id: Identifier.scoped(clientId, key))
+    }
+
+    /// The stored response for `key`, within the retention time.
+    /// - Throws: ``PaymentsError`` `.correlationIdNotFound`.
+    public func response(clientId: String, key: String) async throws -> StoredResponse {
+        guard Self.isValidKey(key),
+            let (entry, _) = try await environment.store.read(
+                Entry.self, Collections.idempotency, id: Identifier.scoped(clientId, key)),
+            let response = entry.response,
+            Double(environment.nowSeconds - entry.createdAt) < environment.configuration.idempotencyRetention
+        else {
+            throw PaymentsError(.correlationIdNotFound, "No response was found for this idempotency key")
+        }
+        return response
+    }
+
+    private static let conflict = PaymentsError(
+        .idempotencyConflict, "A resource has already been created with this Idempotency Key")
+}

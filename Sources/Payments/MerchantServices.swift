@@ -1,0 +1,30 @@
+import VaultCore
+
+/// Every service of the merchant API, built once from one environment and shared by the routes.
+public struct MerchantServices: Sendable {
+    public let environment: PaymentsEnvironment
+    public let clients: ClientRegistry
+    public let bearerTokens: BearerTokens
+    public let users: UserService
+    public let wallets: WalletService
+    public let cardRegistrations: CardRegistrationService
+    public let cards: CardService
+    public let idempotency: IdempotencyLedger
+    /// Security codes held in memory after tokenization.
+    public let securityCodes: SecurityCodeHold
+
+    public init(environment: PaymentsEnvironment) {
+        self.environment = environment
+        clients = ClientRegistry(environment: environment)
+        bearerTokens = BearerTokens(environment: environment)
+        users = UserService(environment: environment)
+        wallets = WalletService(environment: environment)
+        securityCodes = SecurityCodeHold(clock: environment.clock)
+        let limiter = TokenizationRateLimiter(
+            perMinute: environment.configuration.tokenizationsPerMinutePerAddress, clock: environment.clock)
+        cardRegistrations = CardRegistrationService(
+            environment: environment, securityCodes: securityCodes, rateLimiter: limiter)
+        cards = CardService(environment: environment, securityCodes: securityCodes)
+        idempotency = IdempotencyLedger(environment: environment)
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+/// Settings of the merchant API's domain: lifetimes, limits and the public base URL used in links handed to
+/// browsers. A value type with defaults; the daemon builds it once from its configuration.
+public struct PaymentsConfiguration: Sendable {
+    /// Base URL browsers reach the daemon at (`http://127.0.0.1:8080`), without a trailing slash.
+    public var publicBaseURL: String
+    /// How long a card registration's access key may be used for tokenization (20 minutes).
+    public var accessKeyLifetime: TimeInterval
+    /// Lifetime of an OAuth bearer token (`expires_in`).
+    public var bearerTokenLifetime: TimeInterval
+    /// How long a security code stays in memory for the first payment or validation (at most 1 hour).
+    public var securityCodeRetention: TimeInterval
+    /// Failed tokenization attempts on one registration before it locks.
+    public var maximumTokenizationFailures: Int
+    /// Tokenization attempts one IP address may make per minute (burst), refilled continuously.
+    public var tokenizationsPerMinutePerAddress: Int
+    /// How long idempotent responses are kept (24 hours).
+    public var idempotencyRetention: TimeInterval
+    /// How long a created registration may stay unfinished before it is no longer usable (24 hours).
+    public var registrationLifetime: TimeInterval
+    /// BIN prefixes → issuer country, for the Card object's `Country`.
+    public var countryTable: CountryTable
+
+    public init(
+        publicBaseURL: String = "http://127.0.0.1:8080",
+        accessKeyLifetime: TimeInterval = 20 * 60,
+        bearerTokenLifetime: TimeInterval = 3600,
+        securityCodeRetention: TimeInterval = 3600,
+        maximumTokenizationFailures: Int = 5,
+        tokenizationsPerMinutePerAddress: Int = 60,
+        idempotencyRetention: TimeInterval = 24 * 3600,
+        registrationLifetime: TimeInterval = 24 * 3600,
+        countryTable: CountryTable = .sandbox
+    ) {
+        var base = publicBaseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        self.publicBaseURL = base
+        self.accessKeyLifetime = accessKeyLifetime
+        self.bearerTokenLifetime = bearerTokenLifetime
+        self.securityCodeRetention = min(securityCodeRetention, 3600)
+        self.maximumTokenizationFailures = maximumTokenizationFailures
+        self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
+        self.idempotencyRetention = idempotencyRetention
+        self.registrationLifetime = registrationLifetime
+        self.countryTable = countryTable
+    }
+}

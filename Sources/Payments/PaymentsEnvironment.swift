@@ -1,0 +1,34 @@
+import Foundation
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+/// What every service of the merchant API is given: the store, the clock, the random source, the per-client
+/// fingerprint keys, the settings and a logger. Passed in; there are no globals.
+public struct PaymentsEnvironment: Sendable {
+    public var store: any RecordStore
+    public var clock: any WallClock
+    public var random: RandomPool
+    public var fingerprintKeys: any FingerprintKeySource
+    public var configuration: PaymentsConfiguration
+    public var logger: Logger
+
+    public init(
+        store: any RecordStore,
+        clock: any WallClock,
+        fingerprintKeys: any FingerprintKeySource,
+        configuration: PaymentsConfiguration = PaymentsConfiguration(),
+        random: RandomPool = .shared,
+        logger: Logger = .disabled
+    ) {
+        self.store = store
+        self.clock = clock
+        self.random = random
+        self.fingerprintKeys = fingerprintKeys
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The current time in whole Unix seconds, as the wire shows dates.
+    var nowSeconds: Int64 { Int64(clock.now.timeIntervalSince1970.rounded(.down)) }
+}

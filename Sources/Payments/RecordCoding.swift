@@ -1,0 +1,51 @@
+import Foundation
+import VaultStore
+
+/// Encodes domain records as JSON for the store and back. Stored records are internal: their field names are the
+/// Swift property names, not the wire's.
+enum RecordCoding {
+    static func encode(_ value: some Encodable) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(value))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
+        try JSONDecoder().decode(type, from: Data(record.value))
+    }
+}
+
+extension RecordStore {
+    /// Reads and decodes one record, or nil when absent.
+    func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> (T, UInt64)? {
+        guard let record = try await get(collection, id: id) else { return nil }
+        return (try RecordCoding.decode(type, from: record), record.version)
+    }
+}
+
+/// Store collections of the merchant API.
+enum Collections {
+    static let clients = "clients"
+    static let bearerTokens = "bearer-tokens"
+    static let users = "users"
+    static let wallets = "wallets"
+    static let walletsByUser = "wallets-by-user"
+    static let registrations = "card-registrations"
+    static let cards = "cards"
+    static let cardsByUser = "cards-by-user"
+    static let cardsByFingerprint = "cards-by-fingerprint"
+    /// The vaulted card numbers, one record per card; the file store seals every value.
+    static let vault = "card-numbers"
+    static let profilingAttempts = "profiling-attempts"
+    static let idempotency = "idempotent-responses"
+}
+
+/// Maps store failures to the API's errors: `unavailable` stays visible (503); others are unexpected.
+@discardableResult
+func mapStoreErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as StoreError where error.code == .unavailable {
+        throw PaymentsError(.unavailable, "The service cannot store data right now; retry later")
+    }
+}

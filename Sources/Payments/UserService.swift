@@ -1,0 +1,73 @@
+import VaultStore
+
+/// Creates, reads and updates a client's users.
+public struct UserService: Sendable {
+    let environment: PaymentsEnvironment
+
+    public init(environment: PaymentsEnvironment) {
+        self.environment = environment
+    }
+
+    /// Creates a user of `type` from `fields` after validating them.
+    /// - Parameter sca: created through `/sca/users/...` (stricter: `UserCategory` and T&C required).
+    public func create(clientId: String, type: PersonType, sca: Bool, fields: UserFields) async throws -> User {
+        var fields = fields
+        let now = environment.nowSeconds
+        try UserRules.validate(&fields, type: type, sca: sca, now: now)
+        let user = User(
+            id: Identifier.make("user_", random: environment.random), clientId: clientId, personType: type, sca: sca,
+            creationDate: now, termsAndConditionsAcceptedDate: fields.termsAndConditionsAccepted == true ? now : nil,
+            fields: fields)
+        try await mapStoreErrors {
+            try await environment.store.put(
+                Collections.users, id: Identifier.scoped(clientId, user.id), value: try RecordCoding.encode(user),
+                condition: .absent)
+        }
+        return user
+    }
+
+    /// The user `id` of `clientId`; when `type` is given, a user of another type counts as absent.
+    /// - Throws: ``PaymentsError`` `.notFound`.
+    public func get(clientId: String, id: String, type: PersonType? = nil) async throws -> User {
+        guard let (user, _) = try await read(clientId: clientId, id: id), type == nil || user.personType == type else {
+            throw PaymentsError.notFound("User", id: id)
+        }
+        return user
+    }
+
+    /// Whether `id` names a user of `clientId`.
+    public func exists(clientId: String, id: String) async throws -> Bool {
+        try await read(clientId: clientId, id: id) != nil
+    }
+
+    func read(clientId: String, id: String) async throws -> (User, UInt64)? {
+        guard Identifier.isWellFormed(id) else { return nil }
+        return try await environment.store.read(User.self, Collections.users, id: Identifier.scoped(clientId, id))
+    }
+
+    /// Applies the fields `changes` sets to user `id` (of `type`), validates the result and stores it.
+    public func update(clientId: String, id: String, type: PersonType, changes: UserFields) async throws -> User {
+        for _ in 0..<5 {
+            guard let (current, version) = try await read(clientId: clientId, id: id), current.personType == type
+            else { throw PaymentsError.notFound("User", id: id) }
+            var user = current
+            user.fields.merge(changes)
+            let now = environment.nowSeconds
+            try UserRules.validate(&user.fields, type: type, sca: user.sca, now: now)
+            if user.fields.termsAndConditionsAccepted == true, user.termsAndConditionsAcceptedDate == nil {
+                user.termsAndConditionsAcceptedDate = now
+            }
+            do {
+                try await mapStoreErrors {
+                    try await environment.store.put(
+                        Collections.users, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(user),
+                        condition: .version(version))
+                }
+                return user
+            } catch let error as StoreError where error.code == .conflict {
+                continue
+            }
+        }
+        throw PaymentsError(.unavailable, "The user is being changed by another request; retry")
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import VaultCore
+
+/// One configuration field: where it sits in the file, its environment variable, how to parse and
+/// check it, and where it goes.
+struct ConfigurationField: Sendable {
+    enum Kind: Sendable {
+        case listen
+        case url
+        case path
+        case optionalPath
+        case logLevel
+        case integer(ClosedRange<Int>)
+    }
+
+    /// Parsed values.
+    enum Value {
+        case text(String)
+        case none
+        case integer(Int)
+        case level(LogLevel)
+        case address(host: String, port: Int)
+    }
+
+    let path: String
+    let environmentName: String
+    let kind: Kind
+    let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
+
+    /// Objects in the file that hold fields.
+    static let sections: Set<String> = ["http", "tls"]
+
+    static let all: [ConfigurationField] = [
+        ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
+            if case .address(let host, let port) = $1 {
+                $0.listenHost = host
+                $0.listenPort = port
+            }
+        },
+        ConfigurationField(path: "publicURL", environmentName: "CARDVAULT_PUBLIC_URL", kind: .url) {
+            if case .text(let text) = $1 { $0.publicURL = text }
+        },
+        ConfigurationField(path: "dataDir", environmentName: "CARDVAULT_DATA_DIR", kind: .path) {
+            if case .text(let text) = $1 { $0.dataDirectory = text }
+        },
+        ConfigurationField(path: "keysDir", environmentName: "CARDVAULT_KEYS_DIR", kind: .path) {
+            if case .text(let text) = $1 { $0.keysDirectory = text }
+        },
+        ConfigurationField(path: "logLevel", environmentName: "CARDVAULT_LOG_LEVEL", kind: .logLevel) {
+            if case .level(let level) = $1 { $0.logLevel = level }
+        },
+        ConfigurationField(
+            path: "http.maxBodyBytes",
+            environmentName: "CARDVAULT_HTTP_MAX_BODY_BYTES",
+            kind: .integer(1...(1 << 30))
+        ) { if case .integer(let value) = $1 { $0.http.maxBodyBytes = value } },
+        ConfigurationField(
+            path: "http.maxHeaderBytes",
+            environmentName: "CARDVAULT_HTTP_MAX_HEADER_BYTES",
+            kind: .integer(1024...(1 << 20))
+        ) { if case .integer(let value) = $1 { $0.http.maxHeaderBytes = value } },
+        ConfigurationField(
+            path: "http.connectionTimeoutSeconds",
+            environmentName: "CARDVAULT_HTTP_CONNECTION_TIMEOUT_SECONDS",
+            kind: .integer(1...3600)
+        ) { if case .integer(let value) = $1 { $0.http.connectionTimeoutSeconds = value } },
+        ConfigurationField(path: "http.threads", environmentName: "CARDVAULT_HTTP_THREADS", kind: .integer(1...256)) {
+            if case .integer(let value) = $1 { $0.http.threads = value }
+        },
+        ConfigurationField(
+            path: "http.shutdownGracePeriodSeconds",
+            environmentName: "CARDVAULT_HTTP_SHUTDOWN_GRACE_PERIOD_SECONDS",
+            kind: .integer(0...3600)
+        ) { if case .integer(let value) = $1 { $0.http.shutdownGracePeriodSeconds = value } },
+        ConfigurationField(
+            path: "tls.certificateFile",
+            environmentName: "CARDVAULT_TLS_CERTIFICATE_FILE",
+            kind: .optionalPath
+        ) { config, value in config.tls.certificateFile = Self.optionalText(value) },
+        ConfigurationField(path: "tls.keyFile", environmentName: "CARDVAULT_TLS_KEY_FILE", kind: .optionalPath) {
+            config, value in config.tls.keyFile = Self.optionalText(value)
+        },
+        ConfigurationField(path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath) {
+            config, value in config.tls.clientCAFile = Self.optionalText(value)
+        },
+    ]
+
+    private static func optionalText(_ value: Value) -> String? {
+        if case .text(let text) = value { return text }
+        return nil
+    }
+
+    /// Applies a value from the JSON file.
+    func apply(json: Any, to configuration: inout CardVaultConfiguration) throws(ConfigurationError) {
+        let value: Value
+        switch kind {
+        case .integer(let range):
+            // JSON booleans arrive as NSNumber too; their Objective-C type is "c".
+            guard let number = json as? NSNumber, String(cString: number.objCType) != "c",
+                let integer = Int(exactly: number.doubleValue)
+            else { throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)") }
+            value = try parse(integer: integer, range: range)
+        case .optionalPath:
+            if json is NSNull {
+                value = .none
+            } else {
+                guard let text = json as? String else { throw invalid("must be a file path or null") }
+                value = try parse(text)
+            }
+        default:
+            guard let text = json as? String else { throw invalid("must be a string") }
+            value = try parse(text)
+        }
+        store(&configuration, value)
+    }
+
+    /// Applies a value from the environment (`environmentName`).
+    func apply(environment text: String, to configuration: inout CardVaultConfiguration) throws(ConfigurationError) {
+        do throws(ConfigurationError) {
+            let value: Value
+            if case .integer(let range) = kind {
+                guard let integer = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                    throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+                }
+                value = try parse(integer: integer, range: range)
+            } else {
+                value = try parse(text)
+            }
+            store(&configuration, value)
+        } catch {
+            throw ConfigurationError(
+                error.code,
+                field: path,
+                message: environmentName + " (" + error.message + ")"
+            )
+        }
+    }
+
+    private func parse(integer: Int, range: ClosedRange<Int>) throws(ConfigurationError) -> Value {
+        guard range.contains(integer) else {
+            throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return .integer(integer)
+    }
+
+    private func parse(_ text: String) throws(ConfigurationError) -> Value {
+        switch kind {
+        case .listen:
+            guard let (host, port) = Self.splitHostPort(text) else {
+                throw invalid("must be host:port, for example 127.0.0.1:8080 or [::1]:8080")
+            }
+            return .address(host: host, port: port)
+        case .url:
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
+            else { throw invalid("must be an absolute http:// or https:// URL without query or fragment") }
+            return .text(text.hasSuffix("/") ? String(text.dropLast()) : text)
+        case .path:
+            guard !text.isEmpty else { throw invalid("must be a directory path") }
+            return .text(text)
+        case .optionalPath:
+            return text.isEmpty ? .none : .text(text)
+        case .logLevel:
+            guard let level = LogLevel(name: text) else {
+                throw invalid("must be one of debug, info, notice, warning, error")
+            }
+            return .level(level)
+        case .integer(let range):
+            throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+
+    /// Splits `host:port` or `[v6]:port`.
+    static func splitHostPort(_ text: String) -> (String, Int)? {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if host.contains(":") { return nil }
+        }
+        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else { return nil }
+        return (String(host), port)
+    }
+
+    private func invalid(_ reason: String) -> ConfigurationError {
+        ConfigurationError(.invalidValue, field: path, message: path + ": " + reason)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Payments
+
+/// Renders domain values as Mangopay v2.01 JSON objects: PascalCase keys in the real API's order, every key
+/// present (null when unset), dates as Unix seconds, amounts in minor units.
+enum MangopayWire {
+    static func address(_ address: Address?) -> MangopayJSON {
+        guard let address else { return .null }
+        return .object([
+            ("AddressLine1", .text(address.addressLine1)), ("AddressLine2", .text(address.addressLine2)),
+            ("City", .text(address.city)), ("Region", .text(address.region)),
+            ("PostalCode", .text(address.postalCode)), ("Country", .text(address.country)),
+        ])
+    }
+
+    static func user(_ user: User) -> MangopayJSON {
+        let fields = user.fields
+        var members: [(String, MangopayJSON)] = [
+            ("Id", .string(user.id)), ("Tag", .text(fields.tag)), ("CreationDate", .int(user.creationDate)),
+            ("PersonType", .string(user.personType.rawValue)), ("Email", .text(fields.email)),
+            ("KYCLevel", .string(user.kycLevel)),
+            ("TermsAndConditionsAccepted", .bool(fields.termsAndConditionsAccepted ?? false)),
+            ("TermsAndConditionsAcceptedDate", .integer(user.termsAndConditionsAcceptedDate)),
+            ("UserCategory", .string(user.userCategory)), ("UserStatus", .string(user.userStatus)),
+        ]
+        switch user.personType {
+        case .natural:
+            members += [
+                ("FirstName", .text(fields.firstName)), ("LastName", .text(fields.lastName)),
+                ("Address", address(fields.address)), ("Birthday", .integer(fields.birthday)),
+                ("Nationality", .text(fields.nationality)), ("CountryOfResidence", .text(fields.countryOfResidence)),
+                ("Occupation", .text(fields.occupation)), ("IncomeRange", .text(fields.incomeRange)),
+                ("ProofOfIdentity", .null), ("ProofOfAddress", .null), ("Capacity", .string(fields.capacity ?? "NORMAL")),
+                ("PhoneNumber", .text(fields.phoneNumber)), ("PhoneNumberCountry", .text(fields.phoneNumberCountry)),
+            ]
+        case .legal:
+            members += [
+                ("Name", .text(fields.name)), ("LegalPersonType", .text(fields.legalPersonType)),
+                ("HeadquartersAddress", address(fields.headquartersAddress)),
+                ("LegalRepresentativeAddress", address(fields.legalRepresentativeAddress)),
+                ("CompanyNumber", .text(fields.companyNumber)),
+                ("ProofOfRegistration", .null), ("ShareholderDeclaration", .null), ("Statute", .null),
+            ]
+            if user.sca {
+                members.append((
+                    "LegalRepresentative",
+                    .object([
+                        ("FirstName", .text(fields.legalRepresentativeFirstName)),
+                        ("LastName", .text(fields.legalRepresentativeLastName)),
+                        ("Birthday", .integer(fields.legalRepresentativeBirthday)),
+                        ("Nationality", .text(fields.legalRepresentativeNationality)),
+                        ("CountryOfResidence", .text(fields.legalRepresentativeCountryOfResidence)),
+                        ("Email", .text(fields.legalRepresentativeEmail)),
+                        ("PhoneNumber", .text(fields.phoneNumber)),
+                        ("PhoneNumberCountry", .text(fields.phoneNumberCountry)),
+                    ])
+                ))
+            } else {
+                members += [
+                    ("LegalRepresentativeFirstName", .text(fields.legalRepresentativeFirstName)),
+                    ("LegalRepresentativeLastName", .text(fields.legalRepresentativeLastName)),
+                    ("LegalRepresentativeEmail", .text(fields.legalRepresentativeEmail)),
+                    ("LegalRepresentativeBirthday", .integer(fields.legalRepresentativeBirthday)),
+                    ("LegalRepresentativeNationality", .text(fields.legalRepresentativeNationality)),
+                    ("LegalRepresentativeCountryOfResidence", .text(fields.legalRepresentativeCountryOfResidence)),
+                    ("LegalRepresentativeProofOfIdentity", .null),
+                ]
+            }
+        }
+        if user.sca {
+            // The key's presence is what makes the Python SDK read the answer as an SCA user.
+            members.append(("PendingUserAction", .null))
+        }
+        return .object(members)
+    }
+
+    static func wallet(_ wallet: Wallet) -> MangopayJSON {
+        .object([
+            ("Id", .string(wallet.id)), ("Tag", .text(wallet.tag)), ("CreationDate", .int(wallet.creationDate)),
+            ("Owners", .array([.string(wallet.ownerId)])), ("Description", .string(wallet.description)),
+            ("Balance", .object([("Currency", .string(wallet.currency)), ("Amount", .int(wallet.balance))])),
+            ("Currency", .string(wallet.currency)), ("FundsType", .string(wallet.fundsType)),
+        ])
+    }
+
+    static func cardRegistration(_ registration: CardRegistration, url: String) -> MangopayJSON {
+        .object([
+            ("Id", .string(registration.id)), ("Tag", .text(registration.tag)),
+            ("CreationDate", .int(registration.creationDate)), ("UserId", .string(registration.userId)),
+            ("AccessKey", .string(registration.accessKey)),
+            ("PreregistrationData", .string(registration.preregistrationData)),
+            ("RegistrationData", .text(registration.registrationData)), ("CardId", .text(registration.cardId)),
+            ("CardType", .string(registration.cardType)), ("CardRegistrationURL", .string(url)),
+            ("ResultCode", .text(registration.result?.code)), ("ResultMessage", .text(registration.result?.message)),
+            ("Currency", .string(registration.currency)), ("Status", .string(registration.status.rawValue)),
+        ])
+    }
+
+    static func card(_ card: Card) -> MangopayJSON {
+        .object([
+            ("ExpirationDate", .string(card.expirationDate)), ("Alias", .string(card.alias)),
+            ("CardType", .string(card.cardType)), ("CardProvider", .string(card.cardProvider)),
+            ("Country", .text(card.country)), ("Product", .null), ("BankCode", .string("unknown")),
+            ("Active", .bool(card.active)), ("Currency", .string(card.currency)),
+            ("Validity", .string(card.validity.rawValue)), ("UserId", .string(card.userId)), ("Id", .string(card.id)),
+            ("Tag", .text(card.tag)), ("CreationDate", .int(card.creationDate)),
+            ("Fingerprint", .string(card.fingerprint)), ("CardHolderName", .text(card.cardHolderName)),
+        ])
+    }
+
+    static func profilingAttempt(_ attempt: ProfilingAttempt) -> MangopayJSON {
+        .object([
+            ("Reference", .string(attempt.reference)), ("CreationDate", .int(attempt.creationDate)),
+            ("CardRegistrationId", .string(attempt.cardRegistrationId)), ("CardId", .string(attempt.cardId)),
+            ("IpAddress", .text(attempt.ipAddress)), ("UserAgent", .text(attempt.userAgent)),
+            ("AcceptLanguage", .text(attempt.acceptLanguage)),
+            ("DeviceData", .object(attempt.device.keys.sorted().map { ($0, .string(attempt.device[$0]!)) })),
+        ])
+    }
+
+    static func storedResponse(_ stored: StoredResponse) -> MangopayJSON {
+        let resource = (try? MangopayJSON.parse(stored.body)) ?? .null
+        return .object([
+            ("StatusCode", .string(String(stored.statusCode))), ("ContentLength", .string(String(stored.body.count))),
+            ("ContentType", .string(stored.contentType)), ("Date", .string(httpDate(stored.date))),
+            ("RequestURL", .string(stored.requestURL)), ("Resource", resource),
+        ])
+    }
+
+    /// An IMF-fixdate (`Wed, 13 Jan 2016 22:25:56 GMT`) from Unix seconds, without `DateFormatter`.
+    static func httpDate(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = Int(seconds - days * 86_400)
+        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
+        // Civil date from days since 1970-01-01 (proleptic Gregorian).
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int) -> String { value < 10 ? "0" + String(value) : String(value) }
+        return weekday + ", " + two(Int(day)) + " " + months[Int(month) - 1] + " " + String(year) + " "
+            + two(secondOfDay / 3600) + ":" + two(secondOfDay / 60 % 60) + ":" + two(secondOfDay % 60) + " GMT"
+    }
+}

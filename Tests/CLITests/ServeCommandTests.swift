@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite(.serialized) struct ServeCommandTests {
+    static func temporaryFile(_ text: String) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-serve-\(UUID().uuidString).json")
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test func helpDescribesTheCommand() throws {
+        let result = try CLIProcess.run(["serve", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("usage: cardvault serve [--config FILE]"))
+        #expect(result.stdout.contains("CARDVAULT_LISTEN"))
+        let top = try CLIProcess.run(["--help"])
+        #expect(top.stdout.contains("serve"))
+    }
+
+    @Test(arguments: [["serve", "--bogus"], ["serve", "--config"], ["serve", "extra"]])
+    func badUsageExits64(arguments: [String]) throws {
+        let result = try CLIProcess.run(arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func anInvalidConfigFileStopsStartUpNamingTheField() throws {
+        let file = try Self.temporaryFile(#"{"listen": "127.0.0.1:0", "http": {"threads": 0}}"#)
+        let result = try CLIProcess.run(["serve", "--config", file])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("http.threads"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func anInvalidEnvironmentOverrideNamesTheVariable() throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["CARDVAULT_PUBLIC_URL"] = "not a url"
+        let result = try CLIProcess.run(["serve", "--config", "/dev/null/none.json"], environment: environment)
+        #expect(result.status != 0)
+        let good = try Self.temporaryFile(#"{"listen": "127.0.0.1:0"}"#)
+        let named = try CLIProcess.run(["serve", "--config", good], environment: environment)
+        #expect(named.status == 78)
+        #expect(named.stderr.contains("CARDVAULT_PUBLIC_URL"))
+    }
+
+    @Test func servesHealthAndExitsCleanlyOnSIGTERM() throws {
+        let process = Process()
+        process.executableURL = CLIProcess.binary
+        let file = try Self.temporaryFile(#"{"listen": "127.0.0.1:9"}"#)
+        process.arguments = ["serve", "--config", file]
+        var environment = ProcessInfo.processInfo.environment
+        environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"  // the environment wins over the file
+        process.environment = environment
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        // The first stdout line says where it listens.
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let announced = String(decoding: line, as: UTF8.self)
+        #expect(announced.hasPrefix("cardvault serving on http://127.0.0.1:"))
+        let port = Int(announced.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        #expect(port > 0 && port != 9)
+
+        let (status, body) = try Self.get(port: port, path: "/health")
+        #expect(status == 200)
+        #expect(body == #"{"status":"ok"}"#)
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains(#""msg":"listening""#))
+        #expect(log.contains(#""route":"/health""#))
+        #expect(log.contains(#""msg":"stopped""#))
+    }
+
+    /// A minimal HTTP/1.1 GET over a socket; returns status and body.
+    static func get(port: Int, path: String) throws -> (Int, String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return (0, "") }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            received.append(contentsOf: chunk[..<count])
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return (0, "") }
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, String(text[split.upperBound...]))
+    }
+}

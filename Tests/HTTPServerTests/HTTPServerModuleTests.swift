@@ -1,6 +1,0 @@
-import Testing
-@testable import HTTPServer
-
-@Test func moduleIsNamed() {
-    #expect(HTTPServerModule.name == "HTTPServer")
-}

@@ -1,6 +1,0 @@
-import Testing
-@testable import VaultAPI
-
-@Test func moduleIsNamed() {
-    #expect(VaultAPIModule.name == "VaultAPI")
-}

@@ -1,0 +1,90 @@
+"""Starts a live CardVault daemon for the SDK tests and points the official Mangopay SDK at it.
+
+The daemon runs from the built binary (CARDVAULT_BIN, default .build/debug/cardvault) on a free
+loopback port with a temporary data directory; its stdout gives the development client's
+credentials, its stderr (JSON log lines) goes to a file that the PAN/CVX scan reads afterwards.
+"""
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self):
+        self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="cardvault-sdk-"))
+        self.data_dir = self.workdir / "data"
+        self.data_dir.mkdir(mode=0o700)
+        self.log_path = self.workdir / "daemon.log"
+        self.port = _free_port()
+        self.base_url = "http://127.0.0.1:%d" % self.port
+        binary = os.environ.get("CARDVAULT_BIN", str(ROOT / ".build" / "debug" / "cardvault"))
+        env = dict(os.environ)
+        env.update({
+            "CARDVAULT_LISTEN": "127.0.0.1:%d" % self.port,
+            "CARDVAULT_PUBLIC_URL": self.base_url,
+            "CARDVAULT_DATA_DIR": str(self.data_dir),
+            "CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example",
+        })
+        self.stdout_path = self.workdir / "daemon.out"
+        self.process = subprocess.Popen(
+            [binary, "serve"], cwd=str(ROOT), env=env,
+            stdout=open(self.stdout_path, "wb"), stderr=open(self.log_path, "wb"))
+        self.client_id, self.api_key = self._wait_for_credentials()
+
+    def _wait_for_credentials(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("cardvault exited early: " + self.log_path.read_text(errors="replace")[-2000:])
+            text = self.stdout_path.read_text(errors="replace")
+            if "serving on" in text and "ClientId=" in text:
+                fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
+                return fields["ClientId"], fields["ApiKey"]
+            time.sleep(0.1)
+        raise RuntimeError("cardvault did not start within 30 s")
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    instance = Daemon()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture(scope="session")
+def mangopay_api(daemon):
+    """The mangopay module, configured once for the whole session (the SDK memoizes its handler)."""
+    import mangopay
+    mangopay.client_id = daemon.client_id
+    mangopay.apikey = daemon.api_key
+    mangopay.api_sandbox_url = daemon.base_url + "/v2.01/"
+    mangopay.api_url = daemon.base_url + "/v2.01/"
+    mangopay.sandbox = True
+    return mangopay
+
+
+@pytest.fixture(scope="session")
+def session():
+    return requests.Session()

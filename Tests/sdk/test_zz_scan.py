@@ -1,0 +1,27 @@
+"""Runs last (file name order): no card number or security code of the tests may appear in the data
+directory or the daemon's logs, in ASCII, UTF-16 or BCD."""
+import pathlib
+
+from test_mangopay_sdk import AMEX, VISA
+
+NUMBERS = [VISA, AMEX, "4970107111111118"]
+SECURITY_CODES = ["cardCvx=123", "cardCvx=1234"]
+
+
+def encodings(text):
+    yield text.encode("ascii")
+    yield text.encode("utf-16-le")
+    yield text.encode("utf-16-be")
+    if text.isdigit() and len(text) % 2 == 0:
+        yield bytes(int(text[i]) << 4 | int(text[i + 1]) for i in range(0, len(text), 2))
+
+
+def test_no_pan_or_cvx_in_data_directory_or_logs(daemon):
+    files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
+    files += [daemon.log_path, daemon.stdout_path]
+    for path in files:
+        content = path.read_bytes()
+        for secret in NUMBERS + SECURITY_CODES:
+            for encoded in encodings(secret):
+                assert encoded not in content, "%s found in %s" % (secret[:6] + "...", path.name)
+    assert daemon.log_path.stat().st_size > 0  # the daemon did log the requests
