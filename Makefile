@@ -9,7 +9,9 @@ SWIFT_STRICT := -Xswiftc -warnings-as-errors
 # Debian packages, by what needs them.
 PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config
 PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv
-PACKAGES_BENCH := $(PACKAGES_BUILD) nginx-light wrk postgresql postgresql-contrib
+PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-contrib
+# The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
+BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
 .PHONY: run test test-sdk bench clean build release keys deps-build deps-test deps-bench
 
@@ -32,10 +34,17 @@ test-sdk: deps-test
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
 	.venv/bin/python -m pytest -q Tests/sdk
 
-## bench: the tokenization benchmark suite (release build)
+## bench: the tokenization benchmark suite: release build, C baselines, every suite side by side with
+## its anchor; table on the terminal, bench/results/<timestamp>.json, bench/report.html.
+## Narrow or shorten it with BENCH_ARGS, e.g. `make bench BENCH_ARGS="--quick crypto http"`.
 bench: deps-bench
+	$(MAKE) --no-print-directory $(BENCH_BASELINES)
 	$(SWIFT) build -c release $(SWIFT_STRICT)
 	.build/release/cardvault-bench $(BENCH_ARGS)
+
+bench/.build/%: bench/c/%.c bench/c/card_record.h
+	@mkdir -p bench/.build
+	gcc -O2 -Wall -Wextra -Werror -o $@ $< -lcrypto -lpthread
 
 build:
 	$(SWIFT) build $(SWIFT_STRICT)

@@ -2,6 +2,8 @@ import Foundation
 import HTTPServer
 import VaultAPI
 import VaultCore
+import VaultCrypto
+import VaultStore
 
 /// `cardvault serve`: runs the daemon until SIGTERM or SIGINT.
 enum ServeCommand: Command {
@@ -35,8 +37,17 @@ enum ServeCommand: Command {
         let logger: Logger
         do {
             configuration = try CardVaultConfiguration.load(file: file)
-            logger = Logger(handler: JSONLineLogHandler(), minimumLevel: configuration.logLevel)
-            server = try CardVaultApplication(configuration: configuration, logger: logger).makeServer()
+        } catch {
+            throw CommandFailure("invalid configuration: \(error.message)", status: 78)
+        }
+        logger = Logger(handler: JSONLineLogHandler(), minimumLevel: configuration.logLevel)
+        let mangopay = try MangopayDaemon.routes(
+            configuration: configuration, store: InMemoryRecordStore(),
+            fingerprintKeys: DerivedFingerprintKeys(secret: .random()), logger: logger
+        ) { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        do {
+            server = try CardVaultApplication(configuration: configuration, logger: logger, routeGroups: [mangopay])
+                .makeServer()
         } catch {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
         }
