@@ -153,20 +153,9 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
         }
         var amount = Money(minorUnits: 0, currency: currency ?? .usd)
         if let text = values["amount"], !text.isEmpty {
-            if let currency {
-                do {
-                    amount = try Money(parsing: text, currency: currency)
-                    if amount.minorUnits == 0 { errors.add("amount", "amount must be greater than zero") }
-                } catch {
-                    errors.add("amount", Self.amountMessage(error, currency: currency))
-                }
-            } else if let widest = Currency.all.max(by: { $0.minorUnits < $1.minorUnits }) {
-                // No usable currency: still report an amount that is not a number at all.
-                do {
-                    _ = try Money(parsing: text, currency: widest)
-                } catch where error.code != .tooManyDecimals {
-                    errors.add("amount", Self.amountMessage(error, currency: widest))
-                } catch {}
+            if let parsed = Self.amount(text, currency: currency, errors: &errors) {
+                amount = parsed
+                if amount.minorUnits == 0 { errors.add("amount", "amount must be greater than zero") }
             }
         } else {
             errors.add("amount", "amount is required")
@@ -305,6 +294,25 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
         self.validityPeriodMinutes = validityPeriodMinutes
         self.shippingCountries = shippingCountries
         self.userId = userId
+    }
+
+    /// Parses `text` strictly in `currency`; without a usable currency, still reports text that is no number.
+    static func amount(_ text: String, currency: Currency?, errors: inout CheckoutFieldErrors) -> Money? {
+        if let currency {
+            do {
+                return try Money(parsing: text, currency: currency)
+            } catch {
+                errors.add("amount", amountMessage(error, currency: currency))
+                return nil
+            }
+        }
+        guard let widest = Currency.all.max(by: { $0.minorUnits < $1.minorUnits }) else { return nil }
+        do {
+            _ = try Money(parsing: text, currency: widest)
+        } catch where error.code != .tooManyDecimals {
+            errors.add("amount", amountMessage(error, currency: widest))
+        } catch {}
+        return nil
     }
 
     static func amountMessage(_ error: MoneyError, currency: Currency) -> String {

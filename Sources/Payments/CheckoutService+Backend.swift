@@ -173,13 +173,7 @@ extension CheckoutService {
         }
         var amount: Money?
         if let text = input.amount, !text.isEmpty {
-            if let currency {
-                do {
-                    amount = try Money(parsing: text, currency: currency)
-                } catch {
-                    errors.add("amount", CheckoutRequest.amountMessage(error, currency: currency))
-                }
-            }
+            amount = CheckoutRequest.amount(text, currency: currency, errors: &errors)
         } else {
             errors.add("amount", "amount is required")
         }
