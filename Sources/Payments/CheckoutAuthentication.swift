@@ -45,18 +45,19 @@ public struct CheckoutAuthenticationRequest: Sendable, Equatable {
     public var returnURL: String
     /// The profiling attempt recorded when the card was tokenized, for the risk engine.
     public var profilingReference: String?
-    public var ipAddress: String?
+    /// The browser's signals at submission (address, user agent, screen, time zone), for the 3DS browser data.
+    public var signals: CheckoutDeviceSignals
 
     public init(
         clientId: String, cardId: String, amount: Money, returnURL: String, profilingReference: String?,
-        ipAddress: String?
+        signals: CheckoutDeviceSignals
     ) {
         self.clientId = clientId
         self.cardId = cardId
         self.amount = amount
         self.returnURL = returnURL
         self.profilingReference = profilingReference
-        self.ipAddress = ipAddress
+        self.signals = signals
     }
 }
 

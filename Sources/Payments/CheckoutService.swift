@@ -269,7 +269,7 @@ public struct CheckoutService: Sendable {
                 CheckoutAuthenticationRequest(
                     clientId: session.clientId, cardId: card.cardId, amount: session.request.amount,
                     returnURL: configuration.publicBaseURL + "/srci/" + session.sessionId + "/return",
-                    profilingReference: card.profilingReference, ipAddress: signals.ipAddress))
+                    profilingReference: card.profilingReference, signals: signals))
             switch start {
             case .decided(let authenticationId, let result):
                 actions = try apply(.authenticated(result, at: clock.now), to: &session)

@@ -7,6 +7,7 @@ enum CardVaultCLI {
         ServeCommand.self,
         VersionCommand.self,
         InspectCommand.self,
+        CheckoutCommand.self,
     ]
 
     static var help: String {
