@@ -54,9 +54,7 @@ release:
 
 ## keys: create development keys in keys/ if absent (never committed)
 keys: release
-	@if [ ! -f keys/master.key ]; then \
-		(umask 077 && head -c 32 /dev/urandom > keys/master.key) && echo "created development key keys/master.key"; \
-	fi
+	$(RELEASE_BIN) keys init --keys-dir keys
 
 clean:
 	rm -rf .build bench/results bench/report.html bench/.build

@@ -36,6 +36,13 @@ public struct ServerError: CodedError, Equatable {
 /// resumed when it answers. Every response carries `X-Request-Id`; every answered request gives one
 /// log line (request id, method, route pattern, status, duration) and counts in ``HTTPMetrics``.
 ///
+/// Threading: libmicrohttpd's internal epoll loop on a pool of ``ServerConfiguration/threads``
+/// threads, with suspend/resume for async handlers. Measured on 2 cores (wrk -t2 -c64, busy
+/// machine), CPU per request: async handler 50 µs on the event loop vs 103 µs thread-per-connection;
+/// a handler waiting on a group-committed fsync 80 µs vs 129 µs at the same throughput. The hop to
+/// the concurrency pool costs about 25 µs per request, so cheap routes that never wait (health,
+/// metrics) use ``Router/addImmediate(_:_:handler:)`` and run on the event-loop thread (25 µs).
+///
 /// Use ``run(onStarted:)`` in a daemon (it returns after SIGTERM/SIGINT once in-flight requests are
 /// answered), or ``start()`` and ``shutdown()`` in tests.
 public final class HTTPServer: Sendable {
@@ -104,50 +111,74 @@ public final class HTTPServer: Sendable {
     /// Starts, calls `onStarted` with the bound port, serves until SIGTERM or SIGINT, then shuts
     /// down gracefully and returns.
     public func run(onStarted: @Sendable (Int) -> Void = { _ in }) async throws(ServerError) {
+        // Listen for the signals before announcing the port, so none can slip in between.
+        let signals = ShutdownSignal(catching: [SIGTERM, SIGINT])
+        defer { signals.cancel() }
         try start()
         onStarted(port)
-        let signal = await ShutdownSignal.wait(for: [SIGTERM, SIGINT])
+        let signal = await signals.next()
         core.logger.notice("shutting down", ["signal": .int(Int(signal))])
         await shutdown()
         core.logger.notice("stopped")
     }
 }
 
-/// Waits for one of a set of signals with Dispatch signal sources.
-enum ShutdownSignal {
-    /// Ignores the default action of `signals` and returns the first one delivered.
-    static func wait(for signals: [Int32]) async -> Int32 {
-        let queue = DispatchQueue(label: "cardvault.signals")
-        let sources = SignalSources()
-        let received: Int32 = await withCheckedContinuation { continuation in
-            let pending = Mutex<CheckedContinuation<Int32, Never>?>(continuation)
-            for number in signals {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler {
-                    pending.withLock { $0.take() }?.resume(returning: number)
-                }
-                source.resume()
-                sources.add(source)
-            }
-        }
-        sources.cancelAll()
-        return received
+/// Catches termination signals with Dispatch signal sources (their default action is turned off
+/// while it exists) and hands the first one to whoever waits.
+final class ShutdownSignal: Sendable {
+    private struct State {
+        var received: Int32?
+        var waiter: CheckedContinuation<Int32, Never>?
     }
 
-    /// Keeps the signal sources alive until the wait ends.
-    final class SignalSources: @unchecked Sendable {
-        private let lock = Mutex<Void>(())
-        private var sources: [any DispatchSourceSignal] = []
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+    }
 
-        func add(_ source: any DispatchSourceSignal) { lock.withLock { _ in sources.append(source) } }
+    private let shared = Shared()
+    private let sources: [SignalSourceBox]
 
-        func cancelAll() {
-            lock.withLock { _ in
-                for source in sources { source.cancel() }
-                sources.removeAll()
+    init(catching signals: [Int32]) {
+        let queue = DispatchQueue(label: "cardvault.signals")
+        var boxes: [SignalSourceBox] = []
+        let shared = self.shared
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                let waiter = shared.state.withLock { state -> CheckedContinuation<Int32, Never>? in
+                    if state.received == nil { state.received = number }
+                    let waiter = state.waiter
+                    state.waiter = nil
+                    return waiter
+                }
+                waiter?.resume(returning: number)
             }
+            source.resume()
+            boxes.append(SignalSourceBox(source: source))
         }
+        sources = boxes
+    }
+
+    /// The first signal caught (at once if one already was).
+    func next() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let received = shared.state.withLock { state -> Int32? in
+                if let received = state.received { return received }
+                state.waiter = continuation
+                return nil
+            }
+            if let received { continuation.resume(returning: received) }
+        }
+    }
+
+    /// Stops catching (the signals stay ignored; the process is shutting down).
+    func cancel() {
+        for box in sources { box.source.cancel() }
+    }
+
+    private struct SignalSourceBox: @unchecked Sendable {
+        let source: any DispatchSourceSignal
     }
 }
 

@@ -8,9 +8,14 @@ public enum CardRegistrationStatus: String, Sendable, Codable {
 }
 
 /// A result code and its text, as card registrations and transactions carry them.
-public struct ResultCode: Sendable, Equatable, Codable {
+public struct ResultCode: Sendable, Hashable, Codable {
     public var code: String
     public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
 
     public static let success = ResultCode(code: "000000", message: "Success")
     public static let invalidCardNumber = ResultCode(code: "105202", message: "Card number: invalid format")

@@ -12,8 +12,12 @@ public struct MerchantServices: Sendable {
     public let idempotency: IdempotencyLedger
     /// Security codes held in memory after tokenization.
     public let securityCodes: SecurityCodeHold
+    /// Direct card pay-ins, card validations and refunds, with 3-D Secure and risk scoring.
+    public let payIns: PayInService
 
-    public init(environment: PaymentsEnvironment) {
+    public init(
+        environment: PaymentsEnvironment, sandbox: SandboxBehaviour = SandboxBehaviour(), riskPolicy: RiskPolicy = RiskPolicy()
+    ) {
         self.environment = environment
         clients = ClientRegistry(environment: environment)
         bearerTokens = BearerTokens(environment: environment)
@@ -26,5 +30,7 @@ public struct MerchantServices: Sendable {
             environment: environment, securityCodes: securityCodes, rateLimiter: limiter)
         cards = CardService(environment: environment, securityCodes: securityCodes)
         idempotency = IdempotencyLedger(environment: environment)
+        payIns = PayInService(
+            environment: environment, securityCodes: securityCodes, sandbox: sandbox, riskEngine: RiskEngine(policy: riskPolicy))
     }
 }

@@ -20,7 +20,7 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         case created
         case awaitingChallenge(expiresAt: Date)
         case succeeded
-        case failed(TransactionResult)
+        case failed(ResultCode)
 
         /// The Mangopay `Status` string.
         public var status: String {
@@ -40,7 +40,7 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         }
 
         /// The result to report, or nil while undecided.
-        public var result: TransactionResult? {
+        public var result: ResultCode? {
             switch self {
             case .succeeded: .success
             case .failed(let result): result
@@ -56,7 +56,7 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         /// A challenge is needed; it must be completed before `expiresAt`.
         case challenge(expiresAt: Date)
         /// Refused now with this result (risk block 008500, a decline from the sandbox table, ...).
-        case decline(TransactionResult)
+        case decline(ResultCode)
     }
 
     /// Something that happens to the transaction.
@@ -148,7 +148,7 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         return .transitioned(actions)
     }
 
-    private mutating func fail(_ result: TransactionResult) -> Outcome {
+    private mutating func fail(_ result: ResultCode) -> Outcome {
         state = .failed(result)
         return .transitioned([.persist, .markCard(valid: false), .wipeSecurityCode])
     }

@@ -79,8 +79,8 @@ public enum AuthorizationPolicy {
         if risk == .block { return .decline(.blockedByFraudPolicy) }
         let rule = sandbox.cards[cardAlias]
         if rule?.flow == .decline {
-            let code = rule?.resultCode ?? TransactionResult.doNotHonor.code
-            return .decline(TransactionResult.known[code] ?? TransactionResult(code: code, message: "Transaction refused"))
+            let code = rule?.resultCode ?? ResultCode.doNotHonor.code
+            return .decline(ResultCode.known[code] ?? ResultCode(code: code, message: "Transaction refused"))
         }
         let needsChallenge =
             secureMode == .force || risk == .challenge || rule?.flow == .challenge

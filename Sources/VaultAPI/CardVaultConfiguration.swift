@@ -83,6 +83,12 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     /// Where key files live.
     public var keysDirectory: String
     public var logLevel: LogLevel
+    /// The sandbox issuer's table (test cards, frictionless maximum, challenge code); built-in when nil.
+    public var sandboxFile: String?
+    /// The risk engine's thresholds; built-in defaults when nil.
+    public var riskFile: String?
+    /// Browser origins allowed to post card data to the tokenization endpoint (`*` for any).
+    public var checkoutOrigins: [String]
     public var http: HTTP
     public var tls: TLS
 
@@ -93,6 +99,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         dataDirectory: String = "data",
         keysDirectory: String = "keys",
         logLevel: LogLevel = .info,
+        sandboxFile: String? = nil,
+        riskFile: String? = nil,
+        checkoutOrigins: [String] = [],
         http: HTTP = HTTP(),
         tls: TLS = TLS()
     ) {
@@ -102,6 +111,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.dataDirectory = dataDirectory
         self.keysDirectory = keysDirectory
         self.logLevel = logLevel
+        self.sandboxFile = sandboxFile
+        self.riskFile = riskFile
+        self.checkoutOrigins = checkoutOrigins
         self.http = http
         self.tls = tls
     }

@@ -11,6 +11,8 @@ struct ConfigurationField: Sendable {
         case optionalPath
         case logLevel
         case integer(ClosedRange<Int>)
+        /// Comma-separated origins (`https://shop.example`) or `*`; an array in the file.
+        case origins
     }
 
     /// Parsed values.
@@ -20,6 +22,7 @@ struct ConfigurationField: Sendable {
         case integer(Int)
         case level(LogLevel)
         case address(host: String, port: Int)
+        case list([String])
     }
 
     let path: String
@@ -48,6 +51,15 @@ struct ConfigurationField: Sendable {
         },
         ConfigurationField(path: "logLevel", environmentName: "CARDVAULT_LOG_LEVEL", kind: .logLevel) {
             if case .level(let level) = $1 { $0.logLevel = level }
+        },
+        ConfigurationField(path: "sandboxFile", environmentName: "CARDVAULT_SANDBOX_FILE", kind: .optionalPath) {
+            config, value in config.sandboxFile = Self.optionalText(value)
+        },
+        ConfigurationField(path: "riskFile", environmentName: "CARDVAULT_RISK_FILE", kind: .optionalPath) {
+            config, value in config.riskFile = Self.optionalText(value)
+        },
+        ConfigurationField(path: "checkoutOrigins", environmentName: "CARDVAULT_CHECKOUT_ORIGINS", kind: .origins) {
+            if case .list(let origins) = $1 { $0.checkoutOrigins = origins }
         },
         ConfigurationField(
             path: "http.maxBodyBytes",
@@ -100,6 +112,11 @@ struct ConfigurationField: Sendable {
                 let integer = Int(exactly: number.doubleValue)
             else { throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)") }
             value = try parse(integer: integer, range: range)
+        case .origins:
+            guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
+                throw invalid("must be an array of origins such as \"https://shop.example\"")
+            }
+            value = try parse((items as! [String]).joined(separator: ","))
         case .optionalPath:
             if json is NSNull {
                 value = .none
@@ -167,6 +184,14 @@ struct ConfigurationField: Sendable {
             return .level(level)
         case .integer(let range):
             throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        case .origins:
+            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for origin in origins where origin != "*" {
+                guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(),
+                    scheme == "http" || scheme == "https", url.host != nil, url.path.isEmpty, url.query == nil
+                else { throw invalid("must list origins like https://shop.example (scheme, host, optional port) or *") }
+            }
+            return .list(origins)
         }
     }
 

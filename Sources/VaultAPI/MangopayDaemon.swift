@@ -9,40 +9,48 @@ import VaultStore
 /// Builds the Mangopay route group for the running daemon from its configuration, and creates the development
 /// client on first start.
 public enum MangopayDaemon {
-    /// Environment variable with the checkout origins allowed to post card data (comma-separated, `*` for any).
-    public static let checkoutOriginsVariable = "CARDVAULT_CHECKOUT_ORIGINS"
     /// Name of the client created when the store has none.
     public static let developmentClientName = "dev"
 
-    /// The services over `store`, with the settings taken from `configuration`.
+    /// The services over `store`, with the settings taken from `configuration` (the sandbox table and risk
+    /// thresholds are read from their files when configured).
+    /// - Throws: ``ConfigurationError`` naming `sandboxFile` or `riskFile` when one cannot be read or parsed.
     public static func services(
         configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
         logger: Logger, clock: any WallClock = SystemClock()
-    ) -> MerchantServices {
-        MerchantServices(
+    ) throws(ConfigurationError) -> MerchantServices {
+        let sandbox = try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
+            try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
+        } ?? SandboxBehaviour()
+        let risk = try configuration.riskFile.map { (file) throws(ConfigurationError) in
+            try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
+        } ?? RiskPolicy()
+        return MerchantServices(
             environment: PaymentsEnvironment(
                 store: store, clock: clock, fingerprintKeys: fingerprintKeys,
-                configuration: PaymentsConfiguration(publicBaseURL: configuration.publicURL), logger: logger))
+                configuration: PaymentsConfiguration(publicBaseURL: configuration.publicURL), logger: logger),
+            sandbox: sandbox, riskPolicy: risk)
     }
 
-    /// The route group for `serve`. When the store holds no client yet, creates the development client and hands
-    /// its credentials (shown once, never stored in clear) to `announce`.
+    /// The route groups for `serve`: the Mangopay dialect and the pay-ins with their sandbox ACS. When the
+    /// store holds no client yet, creates the development client and hands its credentials (shown once, never
+    /// stored in clear) to `announce`.
     public static func routes(
-        configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
-        logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
+        configuration: CardVaultConfiguration, services: MerchantServices,
         announce: @escaping @Sendable (String) -> Void
-    ) throws -> MangopayRoutes {
-        let services = services(configuration: configuration, store: store, fingerprintKeys: fingerprintKeys, logger: logger)
+    ) throws -> [any RouteGroup] {
         try blocking {
             guard try await services.clients.all().isEmpty else { return }
             let credentials = try await services.clients.create(name: developmentClientName)
             announce(
                 "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
         }
-        let origins = (environment[checkoutOriginsVariable] ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        return MangopayRoutes(
-            services: services, checkoutOrigins: origins, openAPIDocument: MangopayRoutes.loadOpenAPIDocument())
+        return [
+            MangopayRoutes(
+                services: services, checkoutOrigins: configuration.checkoutOrigins,
+                openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
+            PayInRoutes(services: services),
+        ]
     }
 
     /// Runs `body` to completion from synchronous start-up code.

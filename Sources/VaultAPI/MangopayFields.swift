@@ -108,6 +108,16 @@ struct MangopayFields {
         return address
     }
 
+    /// Records a problem with `path` unless one is recorded already.
+    mutating func fail(_ path: String, _ problem: String) {
+        if errors[path] == nil { errors[path] = problem }
+    }
+
+    /// Takes over the problems found in a nested object's fields, with `prefix` before their paths.
+    mutating func merge(_ nested: MangopayFields, prefix: String = "") {
+        for (path, problem) in nested.errors { fail(prefix + path, problem) }
+    }
+
     /// Throws the collected type errors, if any.
     func check() throws {
         if !errors.isEmpty { throw PaymentsError.invalid(errors) }

@@ -111,11 +111,10 @@ public struct MangopayRoutes: RouteGroup {
         router.get(base + "/cards/fingerprints/:fingerprint") { request in
             await api.authorized(request) { clientId in try await api.listFingerprintCards(request, clientId: clientId) }
         }
-        for list in ["transactions", "preauthorizations"] {
-            router.get(base + "/cards/:id/" + list) { request in
-                await api.authorized(request) { clientId in
-                    try await api.emptyCardList(request, clientId: clientId, requireCard: true)
-                }
+        // Card transactions are listed by the pay-in routes; pre-authorizations do not exist here.
+        router.get(base + "/cards/:id/preauthorizations") { request in
+            await api.authorized(request) { clientId in
+                try await api.emptyCardList(request, clientId: clientId, requireCard: true)
             }
         }
         router.get(base + "/cards/fingerprints/:fingerprint/transactions") { request in
@@ -126,9 +125,10 @@ public struct MangopayRoutes: RouteGroup {
 
         router.get(base + "/profiling/attempts/:reference") { request in
             await api.authorized(request) { clientId in
-                MangopayResponse.json(MangopayWire.profilingAttempt(
-                    try await api.services.cards.profilingAttempt(
-                        clientId: clientId, reference: request.parameters["reference"] ?? "")))
+                let reference = request.parameters["reference"] ?? ""
+                let attempt = try await api.services.cards.profilingAttempt(clientId: clientId, reference: reference)
+                let assessments = try await api.services.payIns.assessments(clientId: clientId, reference: reference)
+                return MangopayResponse.json(MangopayWire.profilingAttempt(attempt, assessments: assessments))
             }
         }
         for path in [base + "/responses/:key", base + "/responses//:key"] {

@@ -108,13 +108,15 @@ enum MangopayWire {
         ])
     }
 
-    static func profilingAttempt(_ attempt: ProfilingAttempt) -> MangopayJSON {
+    /// A profiling attempt with the risk verdict of every pay-in that used it (`PayIns`).
+    static func profilingAttempt(_ attempt: ProfilingAttempt, assessments: [PayInAssessment] = []) -> MangopayJSON {
         .object([
             ("Reference", .string(attempt.reference)), ("CreationDate", .int(attempt.creationDate)),
             ("CardRegistrationId", .string(attempt.cardRegistrationId)), ("CardId", .string(attempt.cardId)),
             ("IpAddress", .text(attempt.ipAddress)), ("UserAgent", .text(attempt.userAgent)),
             ("AcceptLanguage", .text(attempt.acceptLanguage)),
             ("DeviceData", .object(attempt.device.keys.sorted().map { ($0, .string(attempt.device[$0]!)) })),
+            ("PayIns", .array(assessments.map(assessment))),
         ])
     }
 

@@ -80,10 +80,20 @@ public enum AESGCM {
         tag: UnsafeMutableRawBufferPointer
     ) throws {
         precondition(ciphertext.count >= plaintext.count && tag.count == tagSize)
-        let context = try CipherContext(key: key, nonce: nonce, encrypting: true)
-        try context.update(aad: aad)
-        try context.update(input: plaintext, output: ciphertext)
-        try context.finishEncryption(tag: tag)
+        try checkSizes(key: key, nonce: nonce)
+        try key.contexts.withCipher(encrypting: true, key: key) { context in
+            try start(context, encrypting: true, nonce: nonce)
+            try update(context, encrypting: true, aad: aad)
+            try update(context, encrypting: true, input: plaintext, output: ciphertext)
+            var outLength: Int32 = 0
+            var scratch = (UInt64(0), UInt64(0))
+            let finished = withUnsafeMutableBytes(of: &scratch) { scratchBytes in
+                EVP_EncryptFinal_ex(context, scratchBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), &outLength)
+            }
+            guard finished == 1,
+                EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tag.count), tag.baseAddress) == 1
+            else { throw CryptoError(.openSSLFailure, "cipher finalisation failed") }
+        }
     }
 
     /// Opens into a caller-provided buffer; on failure the output is wiped and the error thrown.
@@ -97,49 +107,43 @@ public enum AESGCM {
     ) throws {
         precondition(plaintext.count >= ciphertext.count)
         guard tag.count == tagSize else { throw CryptoError(.authenticationFailed, "tag must be 16 bytes") }
+        try checkSizes(key: key, nonce: nonce)
         do {
-            let context = try CipherContext(key: key, nonce: nonce, encrypting: false)
-            try context.update(aad: aad)
-            try context.update(input: ciphertext, output: plaintext)
-            try context.finishDecryption(tag: tag)
+            try key.contexts.withCipher(encrypting: false, key: key) { context in
+                try start(context, encrypting: false, nonce: nonce)
+                try update(context, encrypting: false, aad: aad)
+                try update(context, encrypting: false, input: ciphertext, output: plaintext)
+                guard
+                    EVP_CIPHER_CTX_ctrl(
+                        context, EVP_CTRL_GCM_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
+                else { throw CryptoError(.openSSLFailure, "tag set-up failed") }
+                var outLength: Int32 = 0
+                var scratch = (UInt64(0), UInt64(0))
+                let verified = withUnsafeMutableBytes(of: &scratch) { scratchBytes in
+                    EVP_DecryptFinal_ex(context, scratchBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), &outLength)
+                }
+                guard verified == 1 else { throw CryptoError(.authenticationFailed, "authentication failed") }
+            }
         } catch {
             OPENSSL_cleanse(plaintext.baseAddress, plaintext.count)
             throw error
         }
     }
-}
 
-/// One `EVP_CIPHER_CTX`, owned and freed here.
-final class CipherContext {
-    private let context: OpaquePointer
-    private let encrypting: Bool
-
-    init(key: SymmetricKey, nonce: UnsafeRawBufferPointer, encrypting: Bool) throws {
-        guard key.byteCount == AESGCM.keySize else {
-            throw CryptoError(.invalidKeySize, "AES-256-GCM needs a 32-byte key")
-        }
+    private static func checkSizes(key: SymmetricKey, nonce: UnsafeRawBufferPointer) throws {
+        guard key.byteCount == keySize else { throw CryptoError(.invalidKeySize, "AES-256-GCM needs a 32-byte key") }
         guard nonce.count > 0 else { throw CryptoError(.invalidNonceSize, "empty nonce") }
-        guard let context = EVP_CIPHER_CTX_new() else {
-            throw CryptoError(.openSSLFailure, "EVP_CIPHER_CTX_new failed")
-        }
-        self.context = context
-        self.encrypting = encrypting
-        let initialise = encrypting ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
-        guard initialise(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-            nonce.count == AESGCM.nonceSize
-                || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1
-        else { throw CryptoError(.openSSLFailure, "cipher initialisation failed") }
-        let ok = key.withUnsafeBytes { keyBytes in
-            initialise(
-                context, nil, nil, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                nonce.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        }
-        guard ok == 1 else { throw CryptoError(.openSSLFailure, "key set-up failed") }
     }
 
-    deinit { EVP_CIPHER_CTX_free(context) }
+    /// Sets the nonce on a keyed context (its length first: pooled contexts may have served another).
+    private static func start(_ context: OpaquePointer, encrypting: Bool, nonce: UnsafeRawBufferPointer) throws {
+        let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
+        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
+            initialise(context, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self), nil) == 1
+        else { throw CryptoError(.openSSLFailure, "nonce set-up failed") }
+    }
 
-    func update(aad: UnsafeRawBufferPointer) throws {
+    private static func update(_ context: OpaquePointer, encrypting: Bool, aad: UnsafeRawBufferPointer) throws {
         guard aad.count > 0 else { return }
         var outLength: Int32 = 0
         let update = encrypting ? EVP_EncryptUpdate : EVP_DecryptUpdate
@@ -147,7 +151,9 @@ final class CipherContext {
         else { throw CryptoError(.openSSLFailure, "AAD update failed") }
     }
 
-    func update(input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) throws {
+    private static func update(
+        _ context: OpaquePointer, encrypting: Bool, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
         guard input.count > 0 else { return }
         var outLength: Int32 = 0
         let update = encrypting ? EVP_EncryptUpdate : EVP_DecryptUpdate
@@ -157,23 +163,5 @@ final class CipherContext {
                 input.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(input.count)) == 1,
             Int(outLength) == input.count
         else { throw CryptoError(.openSSLFailure, "cipher update failed") }
-    }
-
-    func finishEncryption(tag: UnsafeMutableRawBufferPointer) throws {
-        var outLength: Int32 = 0
-        var scratch = [UInt8](repeating: 0, count: 16)
-        guard EVP_EncryptFinal_ex(context, &scratch, &outLength) == 1,
-            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tag.count), tag.baseAddress) == 1
-        else { throw CryptoError(.openSSLFailure, "cipher finalisation failed") }
-    }
-
-    func finishDecryption(tag: UnsafeRawBufferPointer) throws {
-        var outLength: Int32 = 0
-        var scratch = [UInt8](repeating: 0, count: 16)
-        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
-        else { throw CryptoError(.openSSLFailure, "tag set-up failed") }
-        guard EVP_DecryptFinal_ex(context, &scratch, &outLength) == 1 else {
-            throw CryptoError(.authenticationFailed, "authentication failed")
-        }
     }
 }

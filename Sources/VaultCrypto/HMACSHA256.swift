@@ -22,19 +22,21 @@ public enum HMACSHA256 {
         into output: UnsafeMutableRawBufferPointer
     ) -> Int {
         precondition(output.count >= byteCount)
-        var length: UInt32 = 0
-        let empty: UInt8 = 0  // OpenSSL wants non-null pointers even for empty input
-        let result = withUnsafePointer(to: empty) { fallback in
-            key.withUnsafeBytes { keyBytes in
-                message.withUnsafeBytes { data in
-                    HMAC(
-                        EVP_sha256(), keyBytes.baseAddress ?? UnsafeRawPointer(fallback), Int32(keyBytes.count),
-                        data.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback, data.count,
-                        output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        do {
+            try key.contexts.withMAC(key: key) { context in
+                var length = 0
+                let status = message.withUnsafeBytes { data in
+                    (data.count == 0
+                        || EVP_MAC_update(context, data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count) == 1)
+                        && EVP_MAC_final(
+                            context, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, output.count) == 1
                 }
+                guard status, length == byteCount else { throw CryptoError(.openSSLFailure, "HMAC failed") }
             }
+        } catch {
+            // Only an OpenSSL internal failure gets here; a wrong MAC would be worse than stopping.
+            fatalError("OpenSSL HMAC-SHA256 failed")
         }
-        precondition(result != nil && Int(length) == byteCount, "OpenSSL HMAC failed")
         return byteCount
     }
 

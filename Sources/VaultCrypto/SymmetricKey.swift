@@ -4,6 +4,8 @@ import VaultCore
 /// A secret key held in ``SecureBytes``. It never prints: `description` is `[REDACTED]`.
 public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, LogRedactable {
     let bytes: SecureBytes
+    /// OpenSSL contexts keyed with this key, made on first use and reused.
+    let contexts = KeyContexts()
 
     /// Wraps key material (copied into a secure buffer).
     public init(copying material: some Collection<UInt8>) {

@@ -7,12 +7,16 @@ enum CardVaultCLI {
         ServeCommand.self,
         VersionCommand.self,
         InspectCommand.self,
+        KeysCommand.self,
+        ClientsCommand.self,
+        VerifyCommand.self,
+        StoreExerciseCommand.self,
         CheckoutCommand.self,
     ]
 
     static var help: String {
         var text = "usage: cardvault <command> [options]\n\ncommands:\n"
-        for command in commands {
+        for command in commands where !command.summary.isEmpty {  // an empty summary hides a test-only command
             text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.summary + "\n"
         }
         text += "\nRun `cardvault <command> --help` for a command's options."

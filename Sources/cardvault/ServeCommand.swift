@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Payments
 import VaultAPI
 import VaultCore
 import VaultCrypto
@@ -18,14 +19,22 @@ enum ServeCommand: Command {
         CARDVAULT_PUBLIC_URL, CARDVAULT_DATA_DIR, CARDVAULT_KEYS_DIR, ...; README.md lists them).
         An invalid configuration stops start-up with a message naming the field (exit 78).
 
+        Opens the encrypted record store in the data directory (creating a development master
+        key in the keys directory when neither exists yet), serves the admin socket that
+        `cardvault keys` and `cardvault clients` use, and creates a development client on the
+        first start (its credentials are printed once).
+
         Prints "cardvault serving on URL" once listening; logs one JSON object per line on stderr.
-        SIGTERM or SIGINT stops accepting connections, finishes in-flight requests and exits 0.
+        SIGTERM or SIGINT stops accepting connections, finishes in-flight requests, closes the
+        store and exits 0.
 
         options:
           --config FILE   the JSON configuration file
         """
 
     static let defaultConfigFile = "config/cardvault.json"
+    /// How often pending 3-D Secure challenges are checked for expiry.
+    static let sweepInterval: Duration = .seconds(5)
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let explicitFile = try arguments.option("--config")
@@ -33,24 +42,56 @@ enum ServeCommand: Command {
         let file = explicitFile ?? (FileManager.default.fileExists(atPath: defaultConfigFile) ? defaultConfigFile : nil)
 
         let configuration: CardVaultConfiguration
-        let server: HTTPServer
-        let logger: Logger
         do {
             configuration = try CardVaultConfiguration.load(file: file)
         } catch {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
         }
-        logger = Logger(handler: JSONLineLogHandler(), minimumLevel: configuration.logLevel)
-        let mangopay = try MangopayDaemon.routes(
-            configuration: configuration, store: InMemoryRecordStore(),
-            fingerprintKeys: DerivedFingerprintKeys(secret: .random()), logger: logger
-        ) { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        // One line per request: written in batches (and at once for warnings), see the handler.
+        let logHandler = BufferedJSONLineLogHandler()
+        defer { logHandler.flush() }
+        let logger = Logger(handler: logHandler, minimumLevel: configuration.logLevel)
+        let announce: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+        let store = try openStore(configuration, logger: logger, announce: announce)
+        defer { store.close() }
+        let services: MerchantServices
+        let server: HTTPServer
         do {
-            server = try CardVaultApplication(configuration: configuration, logger: logger, routeGroups: [mangopay])
-                .makeServer()
-        } catch {
+            services = try MangopayDaemon.services(
+                configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
+            let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
+            server = try CardVaultApplication(configuration: configuration, logger: logger, routeGroups: groups).makeServer()
+        } catch let error as ConfigurationError {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
         }
+
+        let handlers = AdminHandlers()
+        StoreAdminCommands.register(store, in: handlers)
+        MerchantAdminCommands.register(services, in: handlers)
+        let admin = AdminSocketServer(
+            path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
+            logger: logger)
+        do {
+            try admin.start()
+        } catch {
+            throw CommandFailure("cannot open the admin socket: \(error)")
+        }
+        defer { admin.stop() }
+
+        let sweeper = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: sweepInterval)
+                do {
+                    let expired = try await services.payIns.expireDueChallenges()
+                    if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+                    services.securityCodes.purgeExpired()
+                } catch {
+                    logger.warning("challenge sweep failed", ["error": .string(String(describing: type(of: error)))])
+                }
+            }
+        }
+        defer { sweeper.cancel() }
 
         signal(SIGPIPE, SIG_IGN)
         let outcome = ServeOutcome()
@@ -62,7 +103,7 @@ enum ServeCommand: Command {
                     let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
                     let url = "\(scheme)://\(host):\(port)"
                     logger.notice("listening", ["url": .string(url), "publicURL": .string(configuration.publicURL)])
-                    FileHandle.standardOutput.write(Data("cardvault serving on \(url)\n".utf8))
+                    announce("cardvault serving on \(url)")
                 }
             } catch {
                 outcome.failure = String(describing: error)
@@ -70,10 +111,35 @@ enum ServeCommand: Command {
             finished.signal()
         }
         finished.wait()
+        logHandler.flush()
         if let failure = outcome.failure {
             throw CommandFailure(failure)
         }
         return 0
+    }
+
+    /// Opens the record store. A brand-new deployment (no master key and no keyring yet) gets a
+    /// development master key first; a missing key next to existing data is an error, never replaced.
+    private static func openStore(
+        _ configuration: CardVaultConfiguration, logger: Logger, announce: (String) -> Void
+    ) throws -> EncryptedFileStore {
+        let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
+        let ringPath = (configuration.dataDirectory as NSString).appendingPathComponent(KeyRing.keyRingFileName)
+        do {
+            if !FileManager.default.fileExists(atPath: keyPath), !FileManager.default.fileExists(atPath: ringPath) {
+                if try KeyRing.createMasterKey(keysDirectory: configuration.keysDirectory) {
+                    announce("created development master key \(keyPath)")
+                }
+            }
+            var options = FileStoreOptions()
+            options.logger = logger
+            return try EncryptedFileStore.open(
+                directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
+        } catch let error as StoreError {
+            throw CommandFailure("cannot open the record store: \(error.message)")
+        } catch let error as KeyRingError {
+            throw CommandFailure("cannot open the keys: \(error.message)")
+        }
     }
 }
 

@@ -47,13 +47,19 @@ import Glibc
         #expect(named.stderr.contains("CARDVAULT_PUBLIC_URL"))
     }
 
-    @Test func servesHealthAndExitsCleanlyOnSIGTERM() throws {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func servesHealthAndExitsCleanlyOnASignal(signal: Int32) throws {
         let process = Process()
         process.executableURL = CLIProcess.binary
         let file = try Self.temporaryFile(#"{"listen": "127.0.0.1:9"}"#)
         process.arguments = ["serve", "--config", file]
         var environment = ProcessInfo.processInfo.environment
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"  // the environment wins over the file
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        environment["CARDVAULT_DATA_DIR"] = home.appendingPathComponent("data").path
+        environment["CARDVAULT_KEYS_DIR"] = home.appendingPathComponent("keys").path
         process.environment = environment
         let output = Pipe()
         let errors = Pipe()
@@ -62,14 +68,17 @@ import Glibc
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        // The first stdout line says where it listens.
-        var line = Data()
-        while !line.contains(0x0A) {
+        // A fresh deployment announces its development key and client, then where it listens.
+        var text = ""
+        while !text.contains("cardvault serving on") || !text.hasSuffix("\n") {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
-            line.append(chunk)
+            text += String(decoding: chunk, as: UTF8.self)
         }
-        let announced = String(decoding: line, as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("created development master key ") == true)
+        #expect(lines.contains { $0.hasPrefix("development client created (shown once): ClientId=dev ApiKey=") })
+        let announced = lines.first { $0.hasPrefix("cardvault serving on") } ?? ""
         #expect(announced.hasPrefix("cardvault serving on http://127.0.0.1:"))
         let port = Int(announced.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         #expect(port > 0 && port != 9)
@@ -78,8 +87,14 @@ import Glibc
         #expect(status == 200)
         #expect(body == #"{"status":"ok"}"#)
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("serve did not exit within 15 s of signal \(signal)")
+            return
+        }
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -106,7 +106,7 @@ import Testing
         let stolen = AuthorizationPolicy.decide(
             secureMode: .default, amount: 100, risk: .allow, cardAlias: "400000XXXXXX0002", sandbox: table,
             challengeDeadline: deadline)
-        #expect(stolen == .decline(TransactionResult(code: "008003", message: "Stolen Card")))
+        #expect(stolen == .decline(ResultCode(code: "008003", message: "Stolen Card")))
         let plain = AuthorizationPolicy.decide(
             secureMode: .default, amount: 100, risk: .allow, cardAlias: "400000XXXXXX0010", sandbox: table,
             challengeDeadline: deadline)

@@ -126,3 +126,48 @@ struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
         #expect(nonces.count == 2000)
     }
 }
+
+@Suite struct KeyContextReuseTests {
+    @Test func oneKeyServesManyNonceLengthsAndThreads() async throws {
+        let key = SymmetricKey.random()
+        let macKey = SymmetricKey.random()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for round in 0..<200 {
+                        let message = Array("task \(task) round \(round)".utf8)
+                        let box = try AESGCM.seal(message, using: key, authenticating: [UInt8(task)])
+                        #expect(try AESGCM.open(box, using: key, authenticating: [UInt8(task)]).withUnsafeBytes { Array($0) } == message)
+                        var tampered = box
+                        tampered[tampered.count - 1] ^= 1
+                        #expect(throws: CryptoError.self) { try AESGCM.open(tampered, using: key, authenticating: [UInt8(task)]) }
+                        #expect(HMACSHA256.authenticationCode(for: message, using: macKey)
+                            == HMACSHA256.authenticationCode(for: message, using: SymmetricKey(copying: macKey.withUnsafeBytes { Array($0) })))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // A pooled context that served a 12-byte nonce still answers the 8-byte published vector.
+        let vector = try #require(AESGCMTests.vectors.first { $0.name == "17" })
+        let vectorKey = SymmetricKey(copying: [UInt8](hex: vector.key))
+        _ = try AESGCM.seal([UInt8](repeating: 1, count: 32), using: vectorKey)
+        let plaintext = [UInt8](hex: vector.plaintext)
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
+        var tag = [UInt8](repeating: 0, count: 16)
+        try plaintext.withUnsafeBytes { plain in
+            try [UInt8](hex: vector.iv).withUnsafeBytes { nonce in
+                try [UInt8](hex: vector.aad).withUnsafeBytes { aad in
+                    try ciphertext.withUnsafeMutableBytes { out in
+                        try tag.withUnsafeMutableBytes { t in
+                            try AESGCM.sealDetached(plain, key: vectorKey, nonce: nonce, aad: aad, ciphertext: out, tag: t)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(ciphertext.hex == vector.ciphertext)
+        #expect(tag.hex == vector.tag)
+        _ = try AESGCM.seal([UInt8](repeating: 1, count: 32), using: vectorKey)
+    }
+}

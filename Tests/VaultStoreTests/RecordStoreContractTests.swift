@@ -5,7 +5,14 @@ import VaultStore
 /// its own factory in `stores`.
 @Suite struct RecordStoreContractTests {
     /// Factories of the stores under test; the encrypted file store adds itself here.
-    static let stores: [StoreFactory] = [StoreFactory(name: "in-memory") { InMemoryRecordStore() }]
+    static let stores: [StoreFactory] = [
+        StoreFactory(name: "in-memory") { InMemoryRecordStore() },
+        StoreFactory(name: "encrypted-file") {
+            // Each case gets its own directory; the sandbox outlives the store (closed at exit).
+            let sandbox = try StoreSandbox()
+            return SandboxedStore(sandbox: sandbox, store: try sandbox.open(testOptions()))
+        },
+    ]
 
     @Test(arguments: stores)
     func putThenGetReturnsTheValueAtVersionOne(_ factory: StoreFactory) async throws {
@@ -95,4 +102,23 @@ struct StoreFactory: Sendable, CustomTestStringConvertible {
     var name: String
     var make: @Sendable () async throws -> any RecordStore
     var testDescription: String { name }
+}
+
+/// A file store with the sandbox that holds its directory, kept alive together.
+final class SandboxedStore: RecordStore {
+    let sandbox: StoreSandbox
+    let store: EncryptedFileStore
+
+    init(sandbox: StoreSandbox, store: EncryptedFileStore) {
+        self.sandbox = sandbox
+        self.store = store
+    }
+
+    deinit { store.close() }
+
+    func get(_ collection: String, id: String) async throws -> Record? { try await store.get(collection, id: id) }
+    func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await store.commit(writes) }
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+        try await store.scan(collection, prefix: prefix, after: after, limit: limit)
+    }
 }

@@ -37,6 +37,7 @@ class Daemon:
             "CARDVAULT_LISTEN": "127.0.0.1:%d" % self.port,
             "CARDVAULT_PUBLIC_URL": self.base_url,
             "CARDVAULT_DATA_DIR": str(self.data_dir),
+            "CARDVAULT_KEYS_DIR": str(self.workdir / "keys"),
             "CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example",
         })
         self.stdout_path = self.workdir / "daemon.out"

@@ -1,0 +1,478 @@
+import CardKit
+import Foundation
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+/// One risk verdict on a pay-in, as the profiling attempt it used shows it.
+public struct PayInAssessment: Sendable, Equatable, Codable {
+    public var transactionId: String
+    public var score: Int
+    public var decision: RiskDecision
+    public var reasons: [RiskReason]
+    public var creationDate: Int64
+}
+
+/// What the sandbox ACS page shows about a pending challenge (never the card number: only its alias).
+public struct ChallengeView: Sendable, Equatable {
+    public var transactionId: String
+    public var amount: Funds
+    public var cardAlias: String
+    public var statementDescriptor: String?
+    public var isFinal: Bool
+    public var status: String
+}
+
+/// Direct card pay-ins, card validations and refunds: validation of the merchant's request, risk scoring,
+/// the 3-D Secure state machine, and the durable application of its actions (wallet credit, card validity,
+/// security-code wipe) in one atomic store batch per transition.
+public struct PayInService: Sendable {
+    let environment: PaymentsEnvironment
+    let cards: CardService
+    let wallets: WalletService
+    let users: UserService
+    let securityCodes: SecurityCodeHold
+    public let sandbox: SandboxBehaviour
+    public let riskEngine: RiskEngine
+
+    static let payIns = "payins"
+    static let validations = "card-validations"
+    static let refunds = "refunds"
+    static let byCard = "transactions-by-card"
+    static let refundsByPayIn = "refunds-by-payin"
+    static let awaiting = "challenges-awaiting"
+    static let assessments = "profiling-assessments"
+
+    public init(
+        environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, sandbox: SandboxBehaviour = SandboxBehaviour(),
+        riskEngine: RiskEngine = RiskEngine()
+    ) {
+        self.environment = environment
+        self.cards = CardService(environment: environment, securityCodes: securityCodes)
+        self.wallets = WalletService(environment: environment)
+        self.users = UserService(environment: environment)
+        self.securityCodes = securityCodes
+        self.sandbox = sandbox
+        self.riskEngine = riskEngine
+    }
+
+    private var history: PayInRiskHistory { PayInRiskHistory(environment: environment, policy: riskEngine.policy) }
+
+    private static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
+        purpose == .payIn ? payIns : validations
+    }
+
+    // MARK: Create
+
+    /// Creates a direct card pay-in (or, with `purpose: .cardValidation`, a validation of `request.cardId`):
+    /// validates it, scores it, authorizes it, and persists the result before returning.
+    /// - Throws: ``PaymentsError`` `.invalidParameters` naming every wrong field, `.unavailable` when the
+    ///   store cannot write.
+    public func create(clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose = .payIn)
+        async throws -> PayIn
+    {
+        let checked = try await validate(clientId: clientId, request: request, purpose: purpose)
+        let now = environment.nowSeconds
+        let attempt = try await profilingAttempt(clientId: clientId, reference: request.profilingAttemptReference)
+        let ipAddress = request.ipAddress ?? attempt?.ipAddress
+        let deviceId = try PayInRiskHistory.deviceId(
+            of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
+        let keys = PayInRiskHistory.Keys(
+            fingerprint: checked.card.fingerprint, userId: checked.card.userId, ipAddress: ipAddress, deviceId: deviceId)
+        var signals = try await history.signals(
+            clientId: clientId, keys: keys, amount: checked.debited.amount, currency: checked.debited.currency, now: now)
+        signals.cardCountry = environment.configuration.countryTable.country(forBIN: checked.card.alias)
+        signals.ipCountry = ipAddress.flatMap { environment.configuration.countryTable.country(forIP: $0) }
+        let risk = riskEngine.assess(signals)
+
+        let secureMode = SecureMode(rawValue: request.secureMode ?? "DEFAULT") ?? .default
+        let deadline = environment.clock.now.addingTimeInterval(TimeInterval(sandbox.challengeWindowSeconds))
+        var authorization = AuthorizationPolicy.decide(
+            secureMode: secureMode, amount: checked.debited.amount, risk: risk.decision, cardAlias: checked.card.alias,
+            sandbox: sandbox, challengeDeadline: deadline)
+        if request.paymentCategory == "TelephoneOrder", case .challenge = authorization {
+            authorization = .frictionless  // mail and telephone orders are out of scope of 3-D Secure
+        }
+
+        var payIn = PayIn(
+            id: Identifier.make(purpose == .payIn ? "payin_" : "val_", random: environment.random),
+            clientId: clientId, machine: PayInStateMachine(purpose: purpose), authorId: request.authorId!,
+            creditedUserId: checked.wallet.map { request.creditedUserId ?? $0.ownerId },
+            creditedWalletId: checked.wallet?.id, debitedFunds: checked.debited, fees: checked.fees,
+            cardId: checked.card.id, cardInfo: cardInfo(checked.card), secureMode: secureMode,
+            secureModeReturnURL: request.secureModeReturnURL!, secureModeNeeded: false, challengeSecret: nil,
+            ipAddress: request.ipAddress, browserInfo: request.browserInfo,
+            statementDescriptor: request.statementDescriptor, tag: request.tag, billing: request.billing,
+            shipping: request.shipping, culture: request.culture,
+            profilingAttemptReference: request.profilingAttemptReference,
+            preferredCardNetwork: request.preferredCardNetwork, paymentCategory: request.paymentCategory, risk: risk,
+            fingerprint: checked.card.fingerprint, deviceId: deviceId, creationDate: now, executionDate: nil,
+            refunded: 0)
+        let outcome = try payIn.machine.handle(.authorize(authorization))
+
+        var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
+        extra.append(.put(collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
+            value: Array(purpose.rawValue.utf8), condition: .unconditional))
+        if let reference = request.profilingAttemptReference, attempt != nil {
+            let assessment = PayInAssessment(
+                transactionId: payIn.id, score: risk.score, decision: risk.decision, reasons: risk.reasons,
+                creationDate: now)
+            extra.append(.put(collection: Self.assessments, id: Identifier.indexed(clientId, reference, payIn.id),
+                value: try RecordCoding.encode(assessment), condition: .unconditional))
+        }
+        if case .transitioned(let actions) = outcome, actions.contains(.presentChallenge) {
+            payIn.secureModeNeeded = true
+            payIn.challengeSecret = Identifier.secret(count: 32, random: environment.random)
+            extra.append(.put(collection: Self.awaiting, id: Self.awaitingId(payIn),
+                value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
+        }
+        guard case .transitioned(let actions) = outcome else {
+            throw PaymentsError(.invalidState, "The transaction could not be authorized")
+        }
+        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
+        environment.logger.info(
+            purpose == .payIn ? "pay-in created" : "card validation created",
+            ["clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
+             "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue)])
+        return payIn
+    }
+
+    private struct CheckedRequest {
+        var card: Card
+        var wallet: Wallet?
+        var debited: Funds
+        var fees: Funds
+    }
+
+    private func validate(clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose) async throws
+        -> CheckedRequest
+    {
+        var rules = FieldRules()
+        rules.required(request.authorId, "AuthorId", maximum: 100)
+        rules.required(request.cardId, "CardId", maximum: 100)
+        rules.required(request.secureModeReturnURL, "SecureModeReturnURL", maximum: 2000)
+        if let url = request.secureModeReturnURL, !Self.isReturnURL(url) {
+            rules.fail("SecureModeReturnURL", "The SecureModeReturnURL must be an absolute http or https URL.")
+        }
+        if purpose == .payIn {
+            rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
+            Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
+            Self.checkFunds(request.fees, "Fees", &rules, allowZero: true)
+        }
+        rules.oneOf(request.secureMode, SecureMode.allCases.map(\.rawValue), "SecureMode")
+        rules.oneOf(request.paymentCategory, ["ECommerce", "TelephoneOrder"], "PaymentCategory")
+        rules.oneOf(request.preferredCardNetwork, ["VISA", "MASTERCARD", "CB", "MAESTRO"], "PreferredCardNetwork")
+        rules.length(request.tag, "Tag")
+        rules.length(request.profilingAttemptReference, "ProfilingAttemptReference", maximum: 128)
+        if let descriptor = request.statementDescriptor,
+            descriptor.isEmpty || descriptor.utf8.count > 10
+                || !descriptor.utf8.allSatisfy({ Identifier.isIdentifierByte($0) && $0 != 0x5F && $0 != 0x2D || $0 == 0x20 })
+        {
+            rules.fail("StatementDescriptor", "The StatementDescriptor must be 1 to 10 letters, digits or spaces.")
+        }
+        if let culture = request.culture, culture.utf8.count != 2 || !culture.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x61 && $0 <= 0x7A }) {
+            rules.fail("Culture", "The Culture must be a two-letter language code.")
+        }
+        if request.paymentCategory != "TelephoneOrder" {
+            // 3-D Secure may be needed on any e-commerce transaction: the browser data must be there.
+            if request.ipAddress == nil { rules.fail("IpAddress", "The IpAddress field is required.") }
+            if request.browserInfo == nil { rules.fail("BrowserInfo", "The BrowserInfo field is required.") }
+        }
+        if let ip = request.ipAddress, !Self.isIPAddress(ip) {
+            rules.fail("IpAddress", "The IpAddress must be an IPv4 or IPv6 address.")
+        }
+        if let billing = request.billing?.address { billing.validate(&rules, prefix: "Billing.Address") }
+        if let shipping = request.shipping?.address { shipping.validate(&rules, prefix: "Shipping.Address") }
+        try rules.check()
+
+        guard let card = try await cards.read(clientId: clientId, id: request.cardId!)?.0 else {
+            throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
+        }
+        guard try await users.exists(clientId: clientId, id: request.authorId!) else {
+            throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
+        }
+        if !card.active { rules.fail("CardId", "The card is not active.") }
+        if card.userId != request.authorId { rules.fail("CardId", "The card does not belong to the author.") }
+        guard purpose == .payIn else {
+            try rules.check()
+            let zero = Funds(currency: card.currency, amount: 0)
+            return CheckedRequest(card: card, wallet: nil, debited: zero, fees: zero)
+        }
+        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.0 else {
+            throw PaymentsError.invalid(
+                "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
+        }
+        let debited = request.debitedFunds!
+        let fees = request.fees!
+        if debited.currency != wallet.currency {
+            rules.fail("DebitedFunds.Currency", "The currency must be the credited wallet's (\(wallet.currency)).")
+        }
+        if fees.currency != debited.currency {
+            rules.fail("Fees.Currency", "The Fees currency must be the DebitedFunds currency.")
+        }
+        if fees.amount > debited.amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
+        if let credited = request.creditedUserId, credited != wallet.ownerId {
+            rules.fail("CreditedUserId", "The CreditedUserId must be the owner of the credited wallet.")
+        }
+        try rules.check()
+        return CheckedRequest(card: card, wallet: wallet, debited: debited, fees: fees)
+    }
+
+    private static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
+        guard let funds else {
+            rules.fail(field, "The \(field) field is required.")
+            return
+        }
+        if Currency(code: funds.currency) == nil {
+            rules.fail(field + ".Currency", "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
+        }
+        if funds.amount < 0 || (!allowZero && funds.amount == 0) {
+            rules.fail(field + ".Amount", allowZero ? "The amount cannot be negative." : "The amount must be positive.")
+        }
+        if funds.amount > 100_000_000_000 { rules.fail(field + ".Amount", "The amount is too large.") }
+    }
+
+    static func isReturnURL(_ text: String) -> Bool {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return false }
+        return true
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        if CountryTable.parseIPv4(text) != nil { return true }
+        var address = in6_addr()
+        return text.utf8.count <= 45 && inet_pton(AF_INET6, text, &address) == 1
+    }
+
+    private func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
+        guard let reference, Identifier.isWellFormed(reference) else { return nil }
+        return try await environment.store.read(
+            ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))?.0
+    }
+
+    private func cardInfo(_ card: Card) -> CardInfo {
+        CardInfo(
+            bin: String(card.alias.prefix(6)), issuingBank: "CARDVAULT SANDBOX BANK",
+            issuerCountryCode: environment.configuration.countryTable.country(forBIN: card.alias), type: "DEBIT",
+            brand: card.cardProvider, subType: nil)
+    }
+
+    // MARK: Read
+
+    /// The pay-in (or validation) `id` of `clientId`; a challenge past its deadline is expired first.
+    public func get(clientId: String, id: String, purpose: PayInStateMachine.Purpose = .payIn) async throws -> PayIn {
+        guard let (payIn, _) = try await read(clientId: clientId, id: id, purpose: purpose) else {
+            throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+        }
+        if case .awaitingChallenge(let expiresAt) = payIn.machine.state, environment.clock.now >= expiresAt {
+            return try await transition(clientId: clientId, id: id, purpose: purpose, event: .expire(now: environment.clock.now))
+        }
+        return payIn
+    }
+
+    func read(clientId: String, id: String, purpose: PayInStateMachine.Purpose) async throws -> (PayIn, UInt64)? {
+        guard Identifier.isWellFormed(id) else { return nil }
+        return try await environment.store.read(PayIn.self, Self.collection(purpose), id: Identifier.scoped(clientId, id))
+    }
+
+    /// The risk verdicts of every pay-in that named profiling attempt `reference`.
+    public func assessments(clientId: String, reference: String) async throws -> [PayInAssessment] {
+        guard Identifier.isWellFormed(reference) else { return [] }
+        return try await environment.store.scanAll(Self.assessments, prefix: Identifier.indexed(clientId, reference, ""))
+            .map { try RecordCoding.decode(PayInAssessment.self, from: $0) }
+            .sorted { ($0.creationDate, $0.transactionId) < ($1.creationDate, $1.transactionId) }
+    }
+
+    /// The pay-ins made with card `cardId`, a page at a time.
+    public func transactions(clientId: String, cardId: String, page: PageRequest) async throws -> Page<PayIn> {
+        _ = try await cards.get(clientId: clientId, id: cardId)
+        var items: [PayIn] = []
+        let prefix = Identifier.indexed(clientId, cardId, "")
+        for entry in try await environment.store.scanAll(Self.byCard, prefix: prefix) {
+            let purpose = PayInStateMachine.Purpose(rawValue: String(decoding: entry.value, as: UTF8.self)) ?? .payIn
+            guard purpose == .payIn else { continue }
+            if let (payIn, _) = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count)), purpose: purpose) {
+                items.append(payIn)
+            }
+        }
+        return page.slice(items, creationDate: \.creationDate, id: \.id)
+    }
+
+    // MARK: Challenge
+
+    /// The link to the sandbox ACS page for a pending challenge.
+    public func challengeURL(for payIn: PayIn) -> String? {
+        guard payIn.secureModeNeeded, let secret = payIn.challengeSecret else { return nil }
+        let kind = payIn.machine.purpose == .payIn ? "p" : "v"
+        return environment.configuration.publicBaseURL + "/acs/\(kind)/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
+    }
+
+    /// The pay-in behind an ACS link, after checking its secret in constant time.
+    /// - Throws: ``PaymentsError`` `.notFound` for an unknown transaction or a wrong secret (the same answer).
+    public func challenge(kind: String, clientId: String, id: String, secret: String) async throws -> ChallengeView {
+        let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
+        let alias = try await cards.read(clientId: clientId, id: payIn.cardId)?.0.alias ?? payIn.cardInfo.bin + "XXXXXX"
+        return ChallengeView(
+            transactionId: payIn.id, amount: payIn.debitedFunds, cardAlias: alias,
+            statementDescriptor: payIn.statementDescriptor, isFinal: payIn.machine.state.isFinal, status: payIn.status)
+    }
+
+    private func authenticatedChallenge(kind: String, clientId: String, id: String, secret: String) async throws -> PayIn {
+        guard let purpose = Self.purpose(kind: kind), Identifier.isWellFormed(clientId),
+            let (payIn, _) = try await read(clientId: clientId, id: id, purpose: purpose),
+            let expected = payIn.challengeSecret, ConstantTime.equals(Array(expected.utf8), Array(secret.utf8))
+        else { throw PaymentsError(.notFound, "This authentication link is not valid") }
+        return payIn
+    }
+
+    static func purpose(kind: String) -> PayInStateMachine.Purpose? {
+        switch kind {
+        case "p": .payIn
+        case "v": .cardValidation
+        default: nil
+        }
+    }
+
+    /// Answers a challenge from the ACS page: `code` is what the shopper typed, nil when they cancelled.
+    /// A second answer changes nothing and gets the same final state.
+    /// - Returns: the final pay-in and the return URL with `transactionId` added to its query.
+    public func answerChallenge(kind: String, clientId: String, id: String, secret: String, code: String?) async throws
+        -> (PayIn, String)
+    {
+        let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
+        let now = environment.clock.now
+        let event: PayInStateMachine.Event =
+            code.map { .challengeCompleted(passed: ConstantTime.equals(Array($0.utf8), Array(sandbox.challengeCode.utf8)), at: now) }
+            ?? .challengeCancelled(at: now)
+        let final = try await transition(clientId: clientId, id: id, purpose: payIn.machine.purpose, event: event)
+        return (final, Self.returnURL(final.secureModeReturnURL, transactionId: final.id))
+    }
+
+    /// `url` with `transactionId=<id>` added to its query, before any fragment.
+    public static func returnURL(_ url: String, transactionId: String) -> String {
+        let fragmentStart = url.firstIndex(of: "#") ?? url.endIndex
+        let base = url[..<fragmentStart]
+        let separator = base.contains("?") ? (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") : "?"
+        return base + separator + "transactionId=" + transactionId + url[fragmentStart...]
+    }
+
+    /// Expires every challenge whose deadline has passed. The daemon calls this periodically; the records
+    /// it reads are durable, so expiry also happens after a restart.
+    /// - Returns: how many transactions expired.
+    @discardableResult
+    public func expireDueChallenges() async throws -> Int {
+        let now = environment.clock.now
+        var expired = 0
+        for entry in try await environment.store.scanAll(Self.awaiting) {
+            guard let deadline = Int64(String(decoding: entry.value, as: UTF8.self)),
+                Double(deadline) <= now.timeIntervalSince1970
+            else { continue }
+            let parts = entry.id.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let purpose = Self.purpose(kind: parts[0]) else { continue }
+            let payIn = try await transition(clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
+            if payIn.result == .authenticationExpired { expired += 1 }
+        }
+        return expired
+    }
+
+    private static func awaitingId(_ payIn: PayIn) -> String {
+        (payIn.machine.purpose == .payIn ? "p" : "v") + ":" + payIn.clientId + ":" + payIn.id
+    }
+
+    /// Applies `event` to the stored transaction, retrying on concurrent changes; exactly one caller sees the
+    /// transition, every caller gets the final stored state.
+    private func transition(clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event)
+        async throws -> PayIn
+    {
+        for _ in 0..<10 {
+            guard let (stored, version) = try await read(clientId: clientId, id: id, purpose: purpose) else {
+                throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+            }
+            var payIn = stored
+            let outcome: PayInStateMachine.Outcome
+            do {
+                outcome = try payIn.machine.handle(event)
+            } catch {
+                throw PaymentsError(.invalidState, "The transaction cannot take this step now")
+            }
+            guard case .transitioned(let actions) = outcome else { return stored }
+            do {
+                payIn = try await apply(actions, to: payIn, previousVersion: version,
+                    extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+                environment.logger.info(
+                    "transaction completed",
+                    ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
+                     "resultCode": .string(payIn.result?.code ?? "")])
+                return payIn
+            } catch let error as StoreError where error.code == .conflict {
+                continue
+            }
+        }
+        throw PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
+    }
+
+    /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
+    /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
+    /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
+    /// - Returns: the transaction as written.
+    private func apply(_ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite])
+        async throws -> PayIn
+    {
+        var payIn = payIn
+        let now = environment.nowSeconds
+        if payIn.machine.state == .succeeded { payIn.executionDate = now }
+        let keys = PayInRiskHistory.Keys(
+            fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId)
+        for _ in 0..<10 {
+            var writes: [RecordWrite] = [
+                .put(collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
+                     value: try RecordCoding.encode(payIn),
+                     condition: previousVersion.map { .version($0) } ?? .absent)
+            ]
+            writes += extra
+            if payIn.machine.state.isFinal {
+                writes += PayInRiskHistory.outcomeWrites(
+                    clientId: payIn.clientId, keys: keys, transactionId: payIn.id,
+                    succeeded: payIn.machine.state == .succeeded, amount: payIn.debitedFunds.amount,
+                    currency: payIn.debitedFunds.currency, now: now)
+            }
+            for action in actions {
+                switch action {
+                case .creditWallet:
+                    guard let walletId = payIn.creditedWalletId,
+                        let (wallet, version) = try await wallets.read(clientId: payIn.clientId, id: walletId)
+                    else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
+                    var credited = wallet
+                    credited.balance += payIn.creditedFunds.amount
+                    writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
+                        value: try RecordCoding.encode(credited), condition: .version(version)))
+                case .markCard(let valid):
+                    guard let (card, version) = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
+                        card.validity == .unknown
+                    else { continue }
+                    var marked = card
+                    marked.validity = valid ? .valid : .invalid
+                    writes.append(.put(collection: Collections.cards, id: Identifier.scoped(payIn.clientId, card.id),
+                        value: try RecordCoding.encode(marked), condition: .version(version)))
+                case .persist, .presentChallenge, .wipeSecurityCode:
+                    continue
+                }
+            }
+            do {
+                try await mapStoreErrors { try await environment.store.commit(writes) }
+                if actions.contains(.wipeSecurityCode) {
+                    securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
+                }
+                return payIn
+            } catch let error as StoreError where error.code == .conflict {
+                // The wallet or card moved under us: read them again. If the transaction itself moved,
+                // the caller must re-run the state machine on the new state.
+                let current = try await environment.store.get(
+                    Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
+                if current?.version != previousVersion { throw error }
+            }
+        }
+        throw PaymentsError(.unavailable, "Too many concurrent changes; retry")
+    }
+}

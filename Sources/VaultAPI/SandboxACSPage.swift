@@ -1,0 +1,133 @@
+import CardKit
+import Foundation
+import HTTPServer
+import Payments
+
+/// The built-in sandbox access control server: the page a 3-D Secure redirect leads to. It shows the
+/// amount and the masked card, asks for the one-time code, and on submit or cancel records the answer
+/// and sends the browser (303) to the merchant's return URL with `transactionId`. Works without JavaScript.
+struct SandboxACSPage: Sendable {
+    let services: MerchantServices
+
+    /// Headers of every page: no caching, no referrer (the link carries its secret), no framing by others,
+    /// no scripts.
+    private static let pageHeaders: [(String, String)] = [
+        ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
+        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+    ]
+
+    func show(_ request: Request) async -> Response {
+        let secret = (try? request.query())?["s"] ?? ""
+        do {
+            let view = try await services.payIns.challenge(
+                kind: request.parameters["kind"] ?? "", clientId: request.parameters["clientId"] ?? "",
+                id: request.parameters["id"] ?? "", secret: secret)
+            return Self.page(status: .ok, Self.challengeHTML(view, action: request.path, secret: secret,
+                                                              challengeCode: services.payIns.sandbox.challengeCode))
+        } catch {
+            return Self.page(status: .notFound, Self.messageHTML(
+                title: "Authentication link not valid",
+                text: "This authentication link is not valid. Return to the merchant and try again."))
+        }
+    }
+
+    func answer(_ request: Request) async -> Response {
+        guard let form = try? request.formFields(), let secret = form["s"] else {
+            return Self.page(status: .badRequest, Self.messageHTML(
+                title: "Authentication not sent", text: "The authentication form was incomplete. Please try again."))
+        }
+        let cancelled = form["action"] == "cancel"
+        let code = cancelled ? nil : String((form["code"] ?? "").prefix(32))
+        do {
+            let (_, returnURL) = try await services.payIns.answerChallenge(
+                kind: request.parameters["kind"] ?? "", clientId: request.parameters["clientId"] ?? "",
+                id: request.parameters["id"] ?? "", secret: secret, code: code)
+            var response = Response(status: HTTPStatus(303), body: [])
+            response.headers.set("Location", returnURL)
+            response.headers.set("Cache-Control", "no-store")
+            response.headers.set("Referrer-Policy", "no-referrer")
+            return response
+        } catch let error as PaymentsError where error.code == .notFound {
+            return Self.page(status: .notFound, Self.messageHTML(
+                title: "Authentication link not valid",
+                text: "This authentication link is not valid. Return to the merchant and try again."))
+        } catch {
+            return Self.page(status: .serviceUnavailable, Self.messageHTML(
+                title: "Authentication not recorded", text: "Your answer could not be recorded. Please try again."))
+        }
+    }
+
+    private static func page(status: HTTPStatus, _ html: String) -> Response {
+        var response = Response(status: status, body: Array(html.utf8))
+        for (name, value) in pageHeaders { response.headers.set(name, value) }
+        return response
+    }
+
+    static let style = """
+        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f3f4f6;color:#111827;margin:0}
+        main{max-width:26rem;margin:2rem auto;background:#fff;border:1px solid #d1d5db;border-radius:.5rem;padding:1.5rem}
+        h1{font-size:1.25rem;margin:0 0 1rem}dl{display:grid;grid-template-columns:auto 1fr;gap:.25rem 1rem;margin:0 0 1rem}
+        dt{color:#374151}dd{margin:0;font-weight:600}label{display:block;font-weight:600;margin:.5rem 0 .25rem}
+        input{font-size:1.25rem;padding:.5rem;width:100%;box-sizing:border-box;border:2px solid #4b5563;border-radius:.25rem;letter-spacing:.2em}
+        input:focus,button:focus{outline:3px solid #1d4ed8;outline-offset:2px}.actions{display:flex;gap:.75rem;margin-top:1rem}
+        button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.25rem;border:2px solid #1e3a8a;cursor:pointer}
+        .primary{background:#1e3a8a;color:#fff}.secondary{background:#fff;color:#1e3a8a}
+        .hint{font-size:.875rem;color:#374151}
+        """
+
+    static func challengeHTML(_ view: ChallengeView, action: String, secret: String, challengeCode: String) -> String {
+        let amount: String
+        if let currency = Currency(code: view.amount.currency) {
+            amount = Money(minorUnits: view.amount.amount, currency: currency).decimalString + " " + currency.code
+        } else {
+            amount = String(view.amount.amount) + " " + view.amount.currency
+        }
+        let details = """
+            <dl><dt>Amount</dt><dd>\(HTMLText.escape(amount))</dd>\
+            <dt>Card</dt><dd>\(HTMLText.escape(view.cardAlias))</dd>\
+            <dt>Merchant</dt><dd>\(HTMLText.escape(view.statementDescriptor ?? "CardVault sandbox merchant"))</dd>\
+            <dt>Reference</dt><dd>\(HTMLText.escape(view.transactionId))</dd></dl>
+            """
+        let body: String
+        if view.isFinal {
+            body = """
+                <h1>Authentication complete</h1>\(details)\
+                <p>This payment is \(HTMLText.escape(view.status.lowercased())). You can close this page or \
+                continue below.</p>\
+                <form method="post" action="\(HTMLText.escape(action))">\
+                <input type="hidden" name="s" value="\(HTMLText.escape(secret))">\
+                <div class="actions"><button class="primary" type="submit" name="action" value="return">\
+                Return to the merchant</button></div></form>
+                """
+        } else {
+            body = """
+                <h1>Confirm your payment</h1>\(details)\
+                <form method="post" action="\(HTMLText.escape(action))">\
+                <input type="hidden" name="s" value="\(HTMLText.escape(secret))">\
+                <label for="code">One-time code</label>\
+                <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" \
+                maxlength="32" aria-describedby="code-hint" autofocus>\
+                <p id="code-hint" class="hint">Sandbox: the code is \(HTMLText.escape(challengeCode)); any other \
+                code fails the authentication.</p>\
+                <div class="actions"><button class="primary" type="submit" name="action" value="submit">Submit</button>\
+                <button class="secondary" type="submit" name="action" value="cancel" formnovalidate>Cancel</button></div>\
+                </form>
+                """
+        }
+        return document(title: "3-D Secure authentication", body: body)
+    }
+
+    static func messageHTML(title: String, text: String) -> String {
+        document(title: title, body: "<h1>\(HTMLText.escape(title))</h1><p>\(HTMLText.escape(text))</p>")
+    }
+
+    private static func document(title: String, body: String) -> String {
+        """
+        <!DOCTYPE html><html lang="en"><head><meta charset="utf-8">\
+        <meta name="viewport" content="width=device-width, initial-scale=1">\
+        <title>\(HTMLText.escape(title)) · CardVault sandbox ACS</title><style>\(style)</style></head>\
+        <body><main>\(body)</main></body></html>
+        """
+    }
+}

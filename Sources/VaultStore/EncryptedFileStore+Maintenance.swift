@@ -1,0 +1,386 @@
+import Foundation
+import Synchronization
+import VaultCore
+import VaultCrypto
+
+/// What a compaction did.
+public struct CompactionReport: Sendable, Equatable {
+    public var segmentsRemoved = 0
+    public var recordsMoved = 0
+    public var bytesReclaimed = 0
+}
+
+/// What a rewrap did.
+public struct RewrapReport: Sendable, Equatable {
+    /// Records moved to the current data key.
+    public var moved = 0
+    /// Records that could not be read (damaged); they stay on their old key.
+    public var failures: [VerifyFailure] = []
+    /// Records still under an older key afterwards (0 when done).
+    public var remaining = 0
+}
+
+extension EncryptedFileStore {
+    /// A frame to append in place of a record's current one, if that is still `expected`.
+    struct Relocation {
+        var key: RecordKey
+        var expected: RecordLocation
+        var frame: [UInt8]
+        var keyVersion: UInt32
+    }
+
+    // MARK: Checkpoints
+
+    /// Writes the index checkpoint now (normally done every `checkpointBytes` of log and on close).
+    public func checkpoint() throws {
+        try writeCheckpoint(force: true)
+    }
+
+    func writeCheckpoint(force: Bool = false, closing: Bool = false) throws {
+        try maintenance.withLock { _ in
+            // After close the lock is released: nothing may be written any more.
+            guard !state.withLock({ $0.closed }) else { return }
+            defer { if closing { state.withLock { $0.closed = true } } }
+            let (index, position, changed) = state.withLock { state in
+                defer {
+                    state.changedSinceCheckpoint = false
+                    state.bytesSinceCheckpoint = 0
+                    state.checkpointScheduled = false
+                }
+                return (state.index, state.durable, state.changedSinceCheckpoint)
+            }
+            guard changed || force else { return }
+            let bytes = IndexCheckpoint.encode(index, position: position)
+            let path = (directory as NSString).appendingPathComponent(IndexCheckpoint.fileName)
+            let temporary = path + ".tmp"
+            do {
+                let file = try fileSystem.openFile(temporary, create: true)
+                try file.truncate(to: 0)
+                try bytes.withUnsafeBytes { try file.write($0, at: 0) }
+                try file.sync()
+                try fileSystem.rename(temporary, to: path)
+                try fileSystem.syncDirectory(directory)
+            } catch {
+                state.withLock { $0.changedSinceCheckpoint = true }
+                options.logger.warning("index checkpoint not written", ["error": .string("\(error)")])
+                throw StoreError(.unavailable, "cannot write the index checkpoint: \(error)")
+            }
+        }
+    }
+
+    // MARK: Relocations
+
+    /// Appends relocation frames for the records still at their expected place (others changed
+    /// meanwhile and need no move), durably, through the same group commit as writes.
+    func commitRelocations(_ relocations: [Relocation], requireCurrentKey: Bool) async throws {
+        guard !relocations.isEmpty else { return }
+        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
+            let result: Result<Bool, any Error> = state.withLock { state in
+                guard !state.closing else { return .failure(StoreError(.closed, "the store is closed")) }
+                if let failedAt = state.failedAt, options.clock.now.timeIntervalSince(failedAt) < options.writeRetryInterval {
+                    return .failure(StoreError(.unavailable, "the store cannot write now (\(state.failureText))"))
+                }
+                let current = keyRing.currentVersion
+                var bytes: [UInt8] = []
+                var writes: [StagedWrite] = []
+                for relocation in relocations {
+                    guard state.pending[relocation.key] == nil,
+                        !requireCurrentKey || relocation.keyVersion == current,
+                        let entry = state.index.find(relocation.key.collection, relocation.key.id),
+                        state.index[entry].location == relocation.expected
+                    else { continue }
+                    writes.append(
+                        StagedWrite(
+                            kind: .relocate, key: relocation.key, offset: bytes.count, length: relocation.frame.count,
+                            keyVersion: relocation.keyVersion, version: relocation.expected.version))
+                    bytes.append(contentsOf: relocation.frame)
+                }
+                guard !writes.isEmpty else { return .success(false) }
+                stage(&state, bytes: bytes, writes: writes, waiter: continuation)
+                return .success(true)
+            }
+            switch result {
+            case .success(true): signalFlusher()
+            case .success(false): continuation.resume(returning: .committed)
+            case .failure(let error): continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// A complete single-frame batch for a record, from its names, versions and sealed bytes.
+    static func frame(for key: RecordKey, keyVersion: UInt32, version: UInt64, sealed: UnsafeRawBufferPointer) -> [UInt8] {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count + sealed.count + 4)
+        withBytes(key.collection) { collection in
+            withBytes(key.id) { id in
+                RecordFrame.append(
+                    to: &frame, kind: .put, flags: RecordFrame.endOfBatch, collection: collection, id: id,
+                    keyVersion: keyVersion, recordVersion: version, sealed: sealed)
+            }
+        }
+        return frame
+    }
+
+    // MARK: Compaction
+
+    /// Reclaims superseded and deleted records: moves the live records of every closed segment,
+    /// oldest first, to the head of the log, writes a checkpoint, then removes the segment.
+    /// Reads and writes go on meanwhile; a crash at any point leaves a readable store.
+    @discardableResult
+    public func compact() async throws -> CompactionReport {
+        try await compact(onlyWhileWanted: false)
+    }
+
+    func compact(onlyWhileWanted: Bool) async throws -> CompactionReport {
+        let started = compacting.withLock { running -> Bool in
+            if running { return false }
+            running = true
+            return true
+        }
+        guard started else { return CompactionReport() }
+        defer { compacting.withLock { $0 = false } }
+        var report = CompactionReport()
+        let targets = state.withLock { state in state.segments.keys.filter { $0 != state.active.number }.sorted() }
+        for number in targets {
+            if onlyWhileWanted && !state.withLock({ compactionWanted($0) }) { break }
+            let (moved, reclaimed) = try await compactSegment(number)
+            report.recordsMoved += moved
+            if let reclaimed {
+                report.segmentsRemoved += 1
+                report.bytesReclaimed += reclaimed
+            } else {
+                break  // keep oldest-first order: never remove a segment while an older one remains
+            }
+        }
+        if report.segmentsRemoved > 0 {
+            options.logger.info(
+                "record store compacted",
+                [
+                    "segments": .int(report.segmentsRemoved), "moved": .int(report.recordsMoved),
+                    "reclaimedBytes": .int(report.bytesReclaimed),
+                ])
+        }
+        return report
+    }
+
+    func compactionWanted(_ state: State) -> Bool {
+        guard options.automaticCompaction, state.segments.count > 1 else { return false }
+        let total = state.segmentSizes.values.reduce(0, +)
+        guard total >= options.compactionMinimumBytes, total > 0 else { return false }
+        let live = state.index.liveBytes.values.reduce(0, +)
+        return Double(total - live) / Double(total) >= options.compactionGarbageRatio
+    }
+
+    func startAutomaticCompaction() {
+        let running = compacting.withLock { $0 }
+        guard !running else { return }
+        Task.detached { [self] in
+            _ = try? await compact(onlyWhileWanted: true)
+        }
+    }
+
+    /// Moves every live record out of segment `number`; removes it when none is left.
+    /// - Returns: records moved, and the bytes reclaimed (nil if the segment had to stay).
+    private func compactSegment(_ number: UInt32) async throws -> (Int, Int?) {
+        var moved = 0
+        for _ in 0..<4 {
+            let (candidates, segment) = state.withLock { state -> ([(RecordKey, RecordLocation)], Segment?) in
+                var found: [(RecordKey, RecordLocation)] = []
+                for entry in state.index.liveEntries(in: 0..<state.index.entries.count)
+                where state.index[entry].location.segment == number {
+                    found.append(
+                        (
+                            RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
+                            state.index[entry].location
+                        ))
+                }
+                return (found, state.segments[number])
+            }
+            guard let segment else { return (moved, nil) }
+            if candidates.isEmpty { break }
+            var start = 0
+            while start < candidates.count {
+                let chunk = candidates[start..<min(start + 256, candidates.count)]
+                start += 256
+                var relocations: [Relocation] = []
+                for (key, location) in chunk {
+                    let bytes = try segment.file.read(count: Int(location.length), at: UInt64(location.offset))
+                    let namesEnd = RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count
+                    let sealedEnd = bytes.count - RecordFrame.trailerSize
+                    guard bytes.count == Int(location.length), namesEnd <= sealedEnd else { continue }
+                    let frame = bytes.withUnsafeBytes { raw in
+                        Self.frame(
+                            for: key, keyVersion: location.keyVersion, version: location.version,
+                            sealed: UnsafeRawBufferPointer(rebasing: raw[namesEnd..<sealedEnd]))
+                    }
+                    relocations.append(Relocation(key: key, expected: location, frame: frame, keyVersion: location.keyVersion))
+                }
+                try await commitRelocations(relocations, requireCurrentKey: false)
+                moved += relocations.count
+            }
+        }
+        try writeCheckpoint(force: true)
+        return try maintenance.withLock { _ -> (Int, Int?) in
+            let size = state.withLock { state -> Int? in
+                guard !state.closed, (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else {
+                    return nil
+                }
+                state.segments[number] = nil
+                return state.segmentSizes.removeValue(forKey: number) ?? 0
+            }
+            guard let size else { return (moved, nil) }
+            try fileSystem.removeFile(segmentPath(number))
+            try fileSystem.syncDirectory(segmentsDirectory)
+            return (moved, size)
+        }
+    }
+
+    // MARK: Verify
+
+    /// Reads and authenticates every record; reports those that fail (never their values).
+    public func verify(progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> VerifyReport {
+        let (total, damage) = state.withLock { ($0.index.count, $0.recoveryDamage) }
+        var report = VerifyReport(checked: 0, failures: [], damage: damage)
+        var start = 0
+        while true {
+            let (chunk, more) = try state.withLock { state -> ([(RecordKey, RecordLocation, Bool, Segment?)], Bool) in
+                guard !state.closed else { throw StoreError(.closed, "the store is closed") }
+                let entries = state.index.liveEntries(in: start..<start + 1024)
+                return (
+                    entries.map { entry in
+                        let item = state.index[entry]
+                        return (
+                            RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
+                            item.location, item.flags & RecordIndex.corrupted != 0, state.segments[item.location.segment]
+                        )
+                    }, start + 1024 < state.index.entries.count
+                )
+            }
+            for (key, location, corrupted, segment) in chunk {
+                report.checked += 1
+                if corrupted || segment == nil {
+                    report.failures.append(
+                        VerifyFailure(collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
+                    continue
+                }
+                do {
+                    _ = try open(key.collection, key.id, location, in: segment!)
+                } catch let error as StoreError {
+                    report.failures.append(VerifyFailure(collection: key.collection, id: key.id, reason: error.message))
+                }
+            }
+            progress?(report.checked, total)
+            start += 1024
+            if !more { break }
+        }
+        return report
+    }
+
+    // MARK: Keys
+
+    /// Every data key version with the number of records sealed under it.
+    public func dataKeyStatus() -> [DataKeyStatus] {
+        let current = keyRing.currentVersion
+        let counts = state.withLock { $0.index.keyVersionCounts }
+        return keyRing.dataKeys.map { info in
+            DataKeyStatus(key: info, records: counts[info.version] ?? 0, isCurrent: info.version == current)
+        }
+    }
+
+    /// Adds a data key version; writes use it from the next one on.
+    @discardableResult
+    public func rotateDataKey() throws -> DataKeyInfo {
+        let info = try keyRing.rotate()
+        options.logger.notice("data key rotated", ["version": .int(Int(info.version))])
+        return info
+    }
+
+    /// Re-wraps every data key under a new master key (records are untouched).
+    public func rotateMasterKey() throws {
+        try keyRing.rotateMaster()
+        options.logger.notice("master key rotated")
+    }
+
+    /// Drops a data key version, refused while any record (or write in flight) uses it.
+    public func retireDataKey(version: UInt32) throws {
+        try state.withLock { state in
+            let inUse = (state.index.keyVersionCounts[version] ?? 0) + (state.inFlightKeyVersions[version] ?? 0)
+            guard inUse == 0 else {
+                throw KeyRingError(
+                    .versionInUse,
+                    "\(inUse) records still use data key version \(version); run `cardvault keys rewrap` first")
+            }
+            try keyRing.retire(version: version)
+        }
+        options.logger.notice("data key retired", ["version": .int(Int(version))])
+    }
+
+    /// Moves every record sealed under an older data key to the current one. Idempotent and
+    /// resumable: it only moves what is not on the current key yet, so running it again after an
+    /// interruption finishes the job. Writes and reads go on meanwhile.
+    /// - Parameter progress: called with (records moved or checked, records to move).
+    public func rewrap(progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> RewrapReport {
+        var report = RewrapReport()
+        var failed = Set<RecordKey>()
+        for _ in 0..<8 {
+            let current = keyRing.currentVersion
+            let (toMove, entryCount) = state.withLock { state in
+                (state.index.count - (state.index.keyVersionCounts[current] ?? 0), state.index.entries.count)
+            }
+            if toMove - failed.count <= 0 { break }
+            let key = keyRing.currentKey()
+            guard key.version == current else { continue }
+            var done = 0
+            var start = 0
+            while start < entryCount {
+                let chunk = state.withLock { state -> [(RecordKey, RecordLocation, Segment?)] in
+                    state.index.liveEntries(in: start..<start + 512).compactMap { entry in
+                        let item = state.index[entry]
+                        guard item.location.keyVersion != current, item.flags & RecordIndex.corrupted == 0 else {
+                            return nil
+                        }
+                        return (
+                            RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
+                            item.location, state.segments[item.location.segment]
+                        )
+                    }
+                }
+                start += 512
+                var relocations: [Relocation] = []
+                for (recordKey, location, segment) in chunk where !failed.contains(recordKey) {
+                    guard let segment else { continue }
+                    do {
+                        let value = try open(recordKey.collection, recordKey.id, location, in: segment)
+                        let aad = withBytes(recordKey.collection) { collection in
+                            withBytes(recordKey.id) { id in
+                                RecordFrame.authenticatedData(
+                                    kind: .put, collection: collection, id: id, keyVersion: key.version,
+                                    recordVersion: location.version)
+                            }
+                        }
+                        let sealed = try AESGCM.seal(value, using: key.key, authenticating: aad)
+                        let frame = sealed.withUnsafeBytes {
+                            Self.frame(for: recordKey, keyVersion: key.version, version: location.version, sealed: $0)
+                        }
+                        relocations.append(
+                            Relocation(key: recordKey, expected: location, frame: frame, keyVersion: key.version))
+                    } catch let error as StoreError where error.code == .corrupted {
+                        failed.insert(recordKey)
+                        report.failures.append(
+                            VerifyFailure(collection: recordKey.collection, id: recordKey.id, reason: error.message))
+                    }
+                }
+                try await commitRelocations(relocations, requireCurrentKey: true)
+                report.moved += relocations.count
+                done += chunk.count
+                progress?(min(done, toMove), toMove)
+            }
+        }
+        let current = keyRing.currentVersion
+        report.remaining = state.withLock { state in
+            state.index.count - (state.index.keyVersionCounts[current] ?? 0)
+        }
+        options.logger.notice("rewrap finished", ["moved": .int(report.moved), "remaining": .int(report.remaining)])
+        return report
+    }
+}

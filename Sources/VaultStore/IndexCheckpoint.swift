@@ -1,0 +1,97 @@
+import Foundation
+
+/// A snapshot of the record index written to `index.checkpoint`, so start-up reads one file and
+/// replays only the log written after it instead of every segment.
+///
+/// Layout (little-endian): magic `CVIDXCK1`, u32 segment and u64 offset of the log position the
+/// snapshot covers, u64 record count, u32 collection count; per collection: u8 name length, name,
+/// u64 record count, then per record in id order: u8 id length, id, u32 segment, u32 offset,
+/// u32 frame length, u32 key version, u64 record version, u8 flags; finally a CRC-32C of all of it.
+/// It holds ids and locations only, never values.
+enum IndexCheckpoint {
+    static let fileName = "index.checkpoint"
+    private static let magic = Array("CVIDXCK1".utf8)
+
+    /// A log position: everything before `offset` in `segment` (and in older segments) is covered.
+    struct Position: Equatable, Sendable {
+        var segment: UInt32
+        var offset: UInt64
+    }
+
+    static func encode(_ index: RecordIndex, position: Position) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(64 + index.count * 48)
+        output.append(contentsOf: magic)
+        RecordFrame.appendInteger(&output, position.segment)
+        RecordFrame.appendInteger(&output, position.offset)
+        RecordFrame.appendInteger(&output, UInt64(index.count))
+        RecordFrame.appendInteger(&output, UInt32(index.collectionNames.count))
+        for (code, name) in index.collectionNames.enumerated() {
+            let ordered = index.orderedEntries(collection: code)
+            output.append(UInt8(name.utf8.count))
+            output.append(contentsOf: name.utf8)
+            RecordFrame.appendInteger(&output, UInt64(ordered.count))
+            for entry in ordered {
+                index.withKey(of: entry) { key in
+                    output.append(UInt8(key.count))
+                    output.append(contentsOf: key)
+                }
+                let item = index[entry]
+                RecordFrame.appendInteger(&output, item.location.segment)
+                RecordFrame.appendInteger(&output, item.location.offset)
+                RecordFrame.appendInteger(&output, item.location.length)
+                RecordFrame.appendInteger(&output, item.location.keyVersion)
+                RecordFrame.appendInteger(&output, item.location.version)
+                output.append(item.flags & RecordIndex.corrupted)
+            }
+        }
+        RecordFrame.appendInteger(&output, CRC32C.checksum(output))
+        return output
+    }
+
+    /// Rebuilds the index from a checkpoint, or nil if the bytes are not a whole, valid one.
+    static func decode(_ bytes: [UInt8]) -> (RecordIndex, Position)? {
+        bytes.withUnsafeBytes { raw -> (RecordIndex, Position)? in
+            guard raw.count >= 36, Array(raw[0..<8]) == magic else { return nil }
+            let body = UnsafeRawBufferPointer(rebasing: raw[0..<raw.count - 4])
+            guard CRC32C.checksum(body) == raw.loadUnaligned(fromByteOffset: raw.count - 4, as: UInt32.self).littleEndian
+            else { return nil }
+            var cursor = 8
+            func take<T: FixedWidthInteger>(_: T.Type) -> T? {
+                guard cursor + MemoryLayout<T>.size <= body.count else { return nil }
+                defer { cursor += MemoryLayout<T>.size }
+                return T(littleEndian: body.loadUnaligned(fromByteOffset: cursor, as: T.self))
+            }
+            func bytes(_ count: Int) -> UnsafeRawBufferPointer? {
+                guard cursor + count <= body.count else { return nil }
+                defer { cursor += count }
+                return UnsafeRawBufferPointer(rebasing: body[cursor..<cursor + count])
+            }
+            guard let segment = take(UInt32.self), let offset = take(UInt64.self), let total = take(UInt64.self),
+                let collections = take(UInt32.self), total < UInt64(body.count)
+            else { return nil }
+            var index = RecordIndex()
+            index.reserve(records: Int(total), keyBytes: body.count - Int(total) * 25)
+            for _ in 0..<collections {
+                guard let nameLength = take(UInt8.self), let name = bytes(Int(nameLength)),
+                    let count = take(UInt64.self), count <= total
+                else { return nil }
+                let code = index.declareCollection(String(decoding: name, as: UTF8.self))
+                for _ in 0..<count {
+                    guard let keyLength = take(UInt8.self), let key = bytes(Int(keyLength)),
+                        let segment = take(UInt32.self), let offset = take(UInt32.self), let length = take(UInt32.self),
+                        let keyVersion = take(UInt32.self), let version = take(UInt64.self), let flags = take(UInt8.self)
+                    else { return nil }
+                    index.appendSorted(
+                        code: code, key: key,
+                        location: RecordLocation(
+                            segment: segment, offset: offset, length: length, keyVersion: keyVersion, version: version),
+                        flags: flags)
+                }
+            }
+            guard cursor == body.count, index.count == Int(total) else { return nil }
+            index.finishLoading()
+            return (index, Position(segment: segment, offset: offset))
+        }
+    }
+}

@@ -1,0 +1,502 @@
+import Foundation
+
+/// Where a record's current frame lives, and the versions bound into it.
+struct RecordLocation: Equatable, Sendable {
+    var segment: UInt32
+    var offset: UInt32
+    var length: UInt32
+    var keyVersion: UInt32
+    var version: UInt64
+}
+
+/// The in-memory index of the encrypted store: (collection, id) → location, with ids kept in
+/// order per collection for scans.
+///
+/// Built for a small footprint (about 70–100 bytes per record): ids live in one byte arena,
+/// entries are 32-byte structs in one array, the hash table is an open-addressing array of
+/// 32-bit entry numbers, and each collection's order is a sorted array of entry numbers plus a
+/// small sorted array of recent inserts that is merged in once it grows.
+struct RecordIndex {
+    struct Entry {
+        var location: RecordLocation
+        var keyStart: UInt32
+        var collection: UInt16
+        var keyLength: UInt8
+        var flags: UInt8
+    }
+
+    /// Entry flags.
+    static let live: UInt8 = 1
+    static let corrupted: UInt8 = 2
+    static let inRecent: UInt8 = 4
+    /// Dead but still listed in a collection's base order (freed at the next cleaning merge).
+    static let pendingFree: UInt8 = 8
+
+    struct Order {
+        var base: [UInt32] = []
+        var recent: [UInt32] = []
+        var deadInBase = 0
+    }
+
+    private(set) var collectionNames: [String] = []
+    private var collectionCodes: [String: UInt16] = [:]
+    private var keyBytes: [UInt8] = []
+    private var deadKeyBytes = 0
+    private(set) var entries: [Entry] = []
+    private var freeEntries: [UInt32] = []
+    private var slots: [UInt32] = [UInt32](repeating: 0, count: 64)
+    private var orders: [Order] = []
+    /// Live records.
+    private(set) var count = 0
+    /// Live records per data key version.
+    private(set) var keyVersionCounts: [UInt32: Int] = [:]
+    /// Bytes of live frames per segment.
+    private(set) var liveBytes: [UInt32: Int] = [:]
+    /// Live records flagged as failing their checks at recovery.
+    private(set) var corruptedCount = 0
+
+    init() {}
+
+    // MARK: Lookup
+
+    /// The entry number of a live record, or nil.
+    func find(_ collection: String, _ id: String) -> Int? {
+        guard let code = collectionCodes[collection] else { return nil }
+        return withBytes(id) { find(code: code, key: $0) }
+    }
+
+    func find(code: UInt16, key: UnsafeRawBufferPointer) -> Int? {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: Self.hash(code: code, key: key)) & mask
+        return slots.withUnsafeBufferPointer { slots in
+            while true {
+                let value = slots[slot]
+                if value == 0 { return nil }
+                let index = Int(value - 1)
+                if entryMatches(index, code: code, key: key) { return index }
+                slot = (slot + 1) & mask
+            }
+        }
+    }
+
+    subscript(entry: Int) -> Entry { entries[entry] }
+
+    func collectionName(of entry: Int) -> String { collectionNames[Int(entries[entry].collection)] }
+
+    func id(of entry: Int) -> String {
+        let item = entries[entry]
+        return keyBytes.withUnsafeBytes { bytes in
+            String(decoding: bytes[Int(item.keyStart)..<Int(item.keyStart) + Int(item.keyLength)], as: UTF8.self)
+        }
+    }
+
+    // MARK: Changes
+
+    /// Inserts or updates a record's location.
+    mutating func upsert(_ collection: String, _ id: String, _ location: RecordLocation, corrupted: Bool = false) {
+        let code = collectionCode(collection)
+        withBytes(id) { key in
+            if let index = find(code: code, key: key) {
+                account(entries[index], sign: -1)
+                entries[index].location = location
+                entries[index].flags = (entries[index].flags & ~Self.corrupted) | (corrupted ? Self.corrupted : 0)
+                account(entries[index], sign: 1)
+                return
+            }
+            insertNew(code: code, key: key, location: location, corrupted: corrupted)
+        }
+    }
+
+    /// Changes the location of an existing record only (relocations by compaction and rewrap).
+    mutating func relocate(entry index: Int, to location: RecordLocation) {
+        account(entries[index], sign: -1)
+        entries[index].location = location
+        account(entries[index], sign: 1)
+    }
+
+    /// Removes a record; returns false if there was none.
+    @discardableResult
+    mutating func remove(_ collection: String, _ id: String) -> Bool {
+        guard let code = collectionCodes[collection] else { return false }
+        return withBytes(id) { key in
+            guard let index = find(code: code, key: key) else { return false }
+            removeEntry(index, key: key)
+            return true
+        }
+    }
+
+    private mutating func insertNew(code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, corrupted: Bool)
+    {
+        if (count + 1) * 10 > slots.count * 7 { grow() }
+        let keyStart = UInt32(keyBytes.count)
+        keyBytes.append(contentsOf: key)
+        let entry = Entry(
+            location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
+            flags: Self.live | Self.inRecent | (corrupted ? Self.corrupted : 0))
+        let index: Int
+        if let free = freeEntries.popLast() {
+            index = Int(free)
+            entries[index] = entry
+        } else {
+            index = entries.count
+            entries.append(entry)
+        }
+        count += 1
+        account(entry, sign: 1)
+        placeInTable(index, hash: Self.hash(code: code, key: key))
+        insertRecent(index, code: code, key: key)
+    }
+
+    private mutating func removeEntry(_ index: Int, key: UnsafeRawBufferPointer) {
+        let entry = entries[index]
+        account(entry, sign: -1)
+        count -= 1
+        removeFromTable(index, hash: Self.hash(code: entry.collection, key: key))
+        let code = Int(entry.collection)
+        if entry.flags & Self.inRecent != 0 {
+            let position = lowerBound(orders[code].recent, key: key, code: entry.collection)
+            var found = position
+            while found < orders[code].recent.count && orders[code].recent[found] != UInt32(index) { found += 1 }
+            precondition(found < orders[code].recent.count, "index order lost an entry")
+            orders[code].recent.remove(at: found)
+            free(index)
+        } else {
+            entries[index].flags = Self.pendingFree
+            orders[code].deadInBase += 1
+            if orders[code].deadInBase * 4 > orders[code].base.count && orders[code].deadInBase > 64 {
+                mergeRecent(code: code, clean: true)
+            }
+        }
+    }
+
+    private mutating func free(_ index: Int) {
+        deadKeyBytes += Int(entries[index].keyLength)
+        entries[index].flags = 0
+        freeEntries.append(UInt32(index))
+        if deadKeyBytes > 65536 && deadKeyBytes * 2 > keyBytes.count { compactArena() }
+    }
+
+    private mutating func account(_ entry: Entry, sign: Int) {
+        keyVersionCounts[entry.location.keyVersion, default: 0] += sign
+        if keyVersionCounts[entry.location.keyVersion] == 0 { keyVersionCounts[entry.location.keyVersion] = nil }
+        liveBytes[entry.location.segment, default: 0] += sign * Int(entry.location.length)
+        if entry.flags & Self.corrupted != 0 { corruptedCount += sign }
+    }
+
+    private mutating func collectionCode(_ name: String) -> UInt16 {
+        if let code = collectionCodes[name] { return code }
+        precondition(collectionNames.count < Int(UInt16.max), "too many collections")
+        let code = UInt16(collectionNames.count)
+        collectionNames.append(name)
+        collectionCodes[name] = code
+        orders.append(Order())
+        return code
+    }
+
+    // MARK: Hash table
+
+    static func hash(code: UInt16, key: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(code)
+        for byte in key {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        // Final mix so that the low bits used for the slot depend on every byte.
+        hash ^= hash >> 29
+        hash = hash &* 0xBF58_476D_1CE4_E5B9
+        hash ^= hash >> 32
+        return hash
+    }
+
+    private func entryMatches(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) -> Bool {
+        let entry = entries[index]
+        guard entry.collection == code, Int(entry.keyLength) == key.count else { return false }
+        return keyBytes.withUnsafeBytes { arena in
+            key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyStart), key.baseAddress!, key.count) == 0
+        }
+    }
+
+    private mutating func placeInTable(_ index: Int, hash: UInt64) {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = UInt32(index + 1)
+    }
+
+    private mutating func removeFromTable(_ index: Int, hash: UInt64) {
+        let mask = slots.count - 1
+        var hole = Int(truncatingIfNeeded: hash) & mask
+        while slots[hole] != UInt32(index + 1) { hole = (hole + 1) & mask }
+        slots[hole] = 0
+        // Backward-shift deletion: move later members of the probe run into the hole.
+        var next = (hole + 1) & mask
+        while slots[next] != 0 {
+            let home = Int(truncatingIfNeeded: entryHash(Int(slots[next] - 1))) & mask
+            let between = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next)
+            if between {
+                slots[hole] = slots[next]
+                slots[next] = 0
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+    }
+
+    private func entryHash(_ index: Int) -> UInt64 {
+        let entry = entries[index]
+        return keyBytes.withUnsafeBytes { arena in
+            Self.hash(
+                code: entry.collection,
+                key: UnsafeRawBufferPointer(rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)]))
+        }
+    }
+
+    private mutating func grow() {
+        var capacity = slots.count
+        while (count + 1) * 10 > capacity * 7 { capacity *= 2 }
+        rebuildTable(capacity: capacity)
+    }
+
+    private mutating func rebuildTable(capacity: Int) {
+        slots = [UInt32](repeating: 0, count: capacity)
+        for index in entries.indices where entries[index].flags & Self.live != 0 {
+            placeInTable(index, hash: entryHash(index))
+        }
+    }
+
+    // MARK: Order
+
+    /// Compares an entry's id with `key` (bytewise, shorter first on a tie).
+    private func compare(_ index: UInt32, _ key: UnsafeRawBufferPointer, arena: UnsafeRawBufferPointer) -> Int {
+        let entry = entries[Int(index)]
+        let length = Int(entry.keyLength)
+        let common = min(length, key.count)
+        if common > 0 {
+            let result = memcmp(arena.baseAddress! + Int(entry.keyStart), key.baseAddress!, common)
+            if result != 0 { return Int(result) }
+        }
+        return length - key.count
+    }
+
+    private func keyOf(_ index: UInt32, arena: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let entry = entries[Int(index)]
+        return UnsafeRawBufferPointer(rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)])
+    }
+
+    /// First position in `list` whose id is not less than `key`.
+    private func lowerBound(_ list: [UInt32], key: UnsafeRawBufferPointer, code: UInt16, from start: Int = 0) -> Int {
+        keyBytes.withUnsafeBytes { arena in
+            var low = start
+            var high = list.count
+            while low < high {
+                let middle = (low + high) / 2
+                if compare(list[middle], key, arena: arena) < 0 { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+    }
+
+    /// First position in `list` whose id is greater than `key`.
+    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
+        keyBytes.withUnsafeBytes { arena in
+            var low = 0
+            var high = list.count
+            while low < high {
+                let middle = (low + high) / 2
+                if compare(list[middle], key, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+    }
+
+    private mutating func insertRecent(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
+        let position = upperBound(orders[Int(code)].recent, key: key)
+        orders[Int(code)].recent.insert(UInt32(index), at: position)
+        let order = orders[Int(code)]
+        let threshold = max(256, min(8192, Int(Double(order.base.count).squareRoot()) * 4))
+        if order.recent.count >= threshold { mergeRecent(code: Int(code), clean: order.deadInBase * 4 > order.base.count) }
+    }
+
+    /// Merges the recent inserts into the base order; with `clean`, drops and frees dead entries.
+    private mutating func mergeRecent(code: Int, clean: Bool) {
+        let base = orders[code].base
+        let recent = orders[code].recent
+        var merged: [UInt32] = []
+        merged.reserveCapacity(base.count + recent.count - (clean ? orders[code].deadInBase : 0))
+        var freed: [UInt32] = []
+        func copy(_ range: Range<Int>) {
+            if clean {
+                for position in range {
+                    let index = base[position]
+                    if entries[Int(index)].flags & Self.pendingFree != 0 { freed.append(index) } else { merged.append(index) }
+                }
+            } else {
+                merged.append(contentsOf: base[range])
+            }
+        }
+        var next = 0
+        keyBytes.withUnsafeBytes { arena in
+            for index in recent {
+                let key = keyOf(index, arena: arena)
+                var low = next
+                var high = base.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if compare(base[middle], key, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
+                }
+                copy(next..<low)
+                merged.append(index)
+                next = low
+            }
+        }
+        copy(next..<base.count)
+        for index in recent { entries[Int(index)].flags &= ~Self.inRecent }
+        orders[code].base = merged
+        orders[code].recent = []
+        if clean {
+            orders[code].deadInBase = 0
+            for index in freed { free(Int(index)) }
+        }
+    }
+
+    /// Rewrites the id arena without the ids of freed entries.
+    private mutating func compactArena() {
+        var arena: [UInt8] = []
+        arena.reserveCapacity(keyBytes.count - deadKeyBytes + 1024)
+        keyBytes.withUnsafeBytes { old in
+            for index in entries.indices where entries[index].flags != 0 {
+                let start = entries[index].keyStart
+                entries[index].keyStart = UInt32(arena.count)
+                arena.append(contentsOf: old[Int(start)..<Int(start) + Int(entries[index].keyLength)])
+            }
+        }
+        keyBytes = arena
+        deadKeyBytes = 0
+    }
+
+    // MARK: Scans
+
+    /// Live entries of `collection` whose id starts with `prefix`, ascending, after `after`.
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) -> [Int] {
+        guard limit > 0, let code = collectionCodes[collection] else { return [] }
+        let order = orders[Int(code)]
+        return withBytes(prefix) { prefixKey in
+            withOptionalBytes(after) { afterKey in
+                keyBytes.withUnsafeBytes { arena in
+                    func start(_ list: [UInt32]) -> Int {
+                        var position = lowerBound(list, key: prefixKey, code: code)
+                        if let afterKey {
+                            var low = position
+                            var high = list.count
+                            while low < high {
+                                let middle = (low + high) / 2
+                                if compare(list[middle], afterKey, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
+                            }
+                            position = low
+                        }
+                        return position
+                    }
+                    func hasPrefix(_ index: UInt32) -> Bool {
+                        let key = keyOf(index, arena: arena)
+                        return key.count >= prefixKey.count
+                            && (prefixKey.count == 0 || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
+                    }
+                    var result: [Int] = []
+                    var b = start(order.base)
+                    var r = start(order.recent)
+                    while result.count < limit {
+                        let next: UInt32
+                        if b < order.base.count && r < order.recent.count {
+                            if compare(order.base[b], keyOf(order.recent[r], arena: arena), arena: arena) <= 0 {
+                                next = order.base[b]
+                                b += 1
+                            } else {
+                                next = order.recent[r]
+                                r += 1
+                            }
+                        } else if b < order.base.count {
+                            next = order.base[b]
+                            b += 1
+                        } else if r < order.recent.count {
+                            next = order.recent[r]
+                            r += 1
+                        } else {
+                            break
+                        }
+                        guard hasPrefix(next) else { break }
+                        if entries[Int(next)].flags & Self.live != 0 { result.append(Int(next)) }
+                    }
+                    return result
+                }
+            }
+        }
+    }
+
+    /// Every live entry of `collection` in id order.
+    func orderedEntries(collection code: Int) -> [Int] {
+        scan(collectionNames[code], prefix: "", after: nil, limit: Int.max)
+    }
+
+    /// Live entry numbers in `range` of the entry array (for chunked passes over everything).
+    func liveEntries(in range: Range<Int>) -> [Int] {
+        let upper = min(range.upperBound, entries.count)
+        guard range.lowerBound < upper else { return [] }
+        return (range.lowerBound..<upper).filter { entries[$0].flags & Self.live != 0 }
+    }
+
+    /// Approximate heap bytes held by the index.
+    var memoryBytes: Int {
+        keyBytes.capacity + entries.capacity * MemoryLayout<Entry>.stride + slots.capacity * 4
+            + freeEntries.capacity * 4 + orders.reduce(0) { $0 + ($1.base.capacity + $1.recent.capacity) * 4 }
+    }
+
+    // MARK: Bulk load (checkpoints)
+
+    /// Appends a record known to sort after every record of its collection loaded so far and not
+    /// yet present. Call ``finishLoading()`` after the last one.
+    mutating func appendSorted(code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, flags: UInt8) {
+        let keyStart = UInt32(keyBytes.count)
+        keyBytes.append(contentsOf: key)
+        let entry = Entry(
+            location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
+            flags: Self.live | (flags & Self.corrupted))
+        let index = entries.count
+        entries.append(entry)
+        count += 1
+        account(entry, sign: 1)
+        orders[Int(code)].base.append(UInt32(index))
+    }
+
+    /// Declares a collection (in checkpoint order) before its records are appended.
+    mutating func declareCollection(_ name: String) -> UInt16 { collectionCode(name) }
+
+    /// Reserves room before a bulk load.
+    mutating func reserve(records: Int, keyBytes bytes: Int) {
+        entries.reserveCapacity(records)
+        keyBytes.reserveCapacity(bytes)
+    }
+
+    /// Builds the hash table after a bulk load.
+    mutating func finishLoading() {
+        var capacity = 64
+        while count * 10 > capacity * 7 { capacity *= 2 }
+        rebuildTable(capacity: capacity)
+    }
+
+    /// The raw id bytes of an entry.
+    func withKey<Result>(of entry: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        keyBytes.withUnsafeBytes { body(keyOf(UInt32(entry), arena: $0)) }
+    }
+}
+
+/// Runs `body` over the UTF-8 bytes of `text` without copying a native string.
+@inline(__always)
+func withBytes<Result>(_ text: String, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    var text = text
+    return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+}
+
+@inline(__always)
+func withOptionalBytes<Result>(_ text: String?, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows -> Result {
+    guard let text else { return try body(nil) }
+    return try withBytes(text) { try body($0) }
+}

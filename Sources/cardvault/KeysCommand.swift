@@ -1,0 +1,136 @@
+import Dispatch
+import Foundation
+import Synchronization
+import VaultCrypto
+import VaultStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `cardvault keys`: create the master key, list, rotate, re-wrap and retire data keys.
+enum KeysCommand: Command {
+    static let name = "keys"
+    static let summary = "manage encryption keys: init, list, rotate, rotate-master, rewrap, retire"
+    static let help = """
+        usage: cardvault keys <action> [--data-dir DIR] [--keys-dir DIR] [--config FILE]
+
+        actions:
+          init               create the master key <keys-dir>/master.key (32 random bytes, mode 0600)
+                             unless it exists
+          list               data key versions: creation time, records sealed under each, state
+          rotate             add a data key version; new writes use it at once, old ones still decrypt
+          rotate-master      re-wrap every data key under a new master key (replaces master.key)
+          rewrap             move every record to the newest data key (resumable, idempotent)
+          retire VERSION     drop a data key version; refused while any record uses it
+
+        While the daemon runs, these go through its admin socket (<data-dir>/admin.sock) and take
+        effect without a restart; otherwise they work on the files directly, under the data
+        directory's lock. Directories default to the config file's dataDir and keysDir
+        (--config, default config/cardvault.json if present), else ./data and ./keys.
+        """
+
+    static func run(_ arguments: inout Arguments) throws -> Int32 {
+        guard let action = arguments.positional() else { throw UsageError("missing action (try `cardvault keys --help`)") }
+        switch action {
+        case "init":
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let path = KeyRing.masterKeyPath(access.keysDirectory)
+            if try KeyRing.createMasterKey(keysDirectory: access.keysDirectory) {
+                print("created master key \(path)")
+            } else {
+                print("master key \(path) exists; left unchanged")
+            }
+            return 0
+        case "list":
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let result = try access.call("keys.list")
+            print(table(result["keys"]?.arrayValue ?? []))
+            return 0
+        case "rotate":
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let result = try access.call("keys.rotate")
+            print("rotated: new writes use data key version \(result["version"]?.intValue ?? 0)")
+            return 0
+        case "rotate-master":
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            _ = try access.call("keys.rotate-master")
+            print("rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))")
+            return 0
+        case "rewrap":
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let bar = ProgressDisplay(label: "rewrap")
+            let result = try access.call("keys.rewrap", progress: bar.update)
+            bar.finish()
+            for failure in result["failures"]?.arrayValue ?? [] {
+                printError("cardvault keys: cannot rewrap \(failure.stringValue ?? "?")")
+            }
+            let remaining = result["remaining"]?.intValue ?? 0
+            print("rewrap: moved \(result["moved"]?.intValue ?? 0) records; \(remaining) left on older data keys")
+            return remaining == 0 ? 0 : 1
+        case "retire":
+            guard let text = arguments.positional() else { throw UsageError("retire needs a VERSION") }
+            guard let version = Int(text), version > 0 else { throw UsageError("VERSION must be a positive integer") }
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            _ = try access.call("keys.retire", arguments: ["version": .int(version)])
+            print("retired data key version \(version)")
+            return 0
+        default:
+            throw UsageError("unknown action '\(action)' (try `cardvault keys --help`)")
+        }
+    }
+
+    private static func table(_ keys: [AdminValue]) -> String {
+        let formatter = ISO8601DateFormatter()
+        var lines = [pad("VERSION", 9) + pad("CREATED", 22) + pad("RECORDS", 10) + "STATE"]
+        for key in keys {
+            let created = Date(timeIntervalSince1970: TimeInterval(key["created"]?.intValue ?? 0))
+            let state =
+                key["retired"] == .bool(true) ? "retired" : key["current"] == .bool(true) ? "current" : "decrypt-only"
+            lines.append(
+                pad(String(key["version"]?.intValue ?? 0), 9) + pad(formatter.string(from: created), 22)
+                    + pad(String(key["records"]?.intValue ?? 0), 10) + state)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+}
+
+/// Shows `{"done":N,"total":M}` progress: a redrawn bar on a terminal, plain lines otherwise.
+final class ProgressDisplay: Sendable {
+    private let label: String
+    private let terminal = isatty(STDOUT_FILENO) == 1
+    private let drawn = Mutex(false)
+
+    init(label: String) { self.label = label }
+
+    var update: @Sendable (AdminValue) -> Void {
+        { [self] value in
+            let done = value["done"]?.intValue ?? 0
+            let total = max(value["total"]?.intValue ?? 0, 1)
+            if terminal {
+                let width = 30
+                let filled = min(width, done * width / total)
+                let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                let line = "\r\(label) [\(bar)] \(min(100, done * 100 / total))% \(done)/\(total)"
+                FileHandle.standardOutput.write(Data(line.utf8))
+                drawn.withLock { $0 = true }
+            } else {
+                FileHandle.standardOutput.write(Data("\(label): \(done)/\(total) records\n".utf8))
+            }
+        }
+    }
+
+    func finish() {
+        if drawn.withLock({ $0 }) { FileHandle.standardOutput.write(Data("\n".utf8)) }
+    }
+}

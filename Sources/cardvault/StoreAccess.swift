@@ -1,0 +1,76 @@
+import Dispatch
+import Foundation
+import Synchronization
+import VaultAPI
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+/// How a command reaches the store: the running daemon's admin socket, or the files directly.
+struct StoreAccess {
+    var dataDirectory: String
+    var keysDirectory: String
+
+    /// Takes `--config`, `--data-dir` and `--keys-dir`.
+    static func parse(_ arguments: inout Arguments) throws -> StoreAccess {
+        let config = try arguments.option("--config")
+        var data = "data"
+        var keys = "keys"
+        let configPath = config ?? "config/cardvault.json"
+        if config != nil || FileManager.default.fileExists(atPath: configPath) {
+            guard let bytes = FileManager.default.contents(atPath: configPath),
+                let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any]
+            else { throw CommandFailure("cannot read the configuration file \(configPath)") }
+            data = object["dataDir"] as? String ?? data
+            keys = object["keysDir"] as? String ?? keys
+        }
+        return StoreAccess(
+            dataDirectory: try arguments.option("--data-dir") ?? data,
+            keysDirectory: try arguments.option("--keys-dir") ?? keys)
+    }
+
+    /// Runs an admin command through the daemon if it answers, else on the files under the lock.
+    func call(_ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil)
+        throws -> AdminValue
+    {
+        let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
+        do {
+            if AdminClient.isServing(path: socket) {
+                return try AdminClient(path: socket).call(command, arguments: arguments, progress: progress)
+            }
+            let store = try EncryptedFileStore.open(directory: dataDirectory, keysDirectory: keysDirectory)
+            defer { store.close() }
+            let handlers = AdminHandlers()
+            StoreAdminCommands.register(store, in: handlers)
+            MerchantAdminCommands.register(
+                try MangopayDaemon.services(
+                    configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
+                    logger: .disabled),
+                in: handlers)
+            let sink = AdminProgress { progress?($0) }
+            return try blocking { try await handlers.invoke(command, arguments: arguments, progress: sink) }
+        } catch let error as AdminError {
+            throw CommandFailure(error.message)
+        } catch let error as StoreError {
+            throw CommandFailure(error.message)
+        } catch let error as KeyRingError {
+            throw CommandFailure(error.message)
+        } catch let error as ConfigurationError {
+            throw CommandFailure(error.message)
+        }
+    }
+}
+
+/// Runs async work to completion from synchronous command code.
+func blocking<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws -> Value {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<Value, any Error>?>(nil)
+    Task {
+        let outcome: Result<Value, any Error>
+        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0 }!.get()
+}

@@ -1,0 +1,395 @@
+import Foundation
+import Synchronization
+import Testing
+import VaultCore
+import VaultCrypto
+@testable import VaultStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct EncryptedFileStoreTests {
+    private func value(_ id: String, _ version: UInt64 = 1) -> [UInt8] {
+        Array("value of \(id) at \(version) ".utf8) + [UInt8](repeating: UInt8(version & 0xFF), count: 20)
+    }
+
+    @Test func recordsVersionsAndDeletesSurviveReopenWithAndWithoutCheckpoint() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<300 {
+            try await store.put("cards", id: "card-\(index)", value: value("card-\(index)"))
+        }
+        try await store.put("cards", id: "card-7", value: value("card-7", 2), condition: .version(1))
+        try await store.delete("cards", id: "card-8")
+        try await store.put("users", id: "u-1", value: [1, 2, 3])
+        store.close()
+
+        // Reopen from the checkpoint written at close.
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.usedCheckpoint)
+        #expect(store.recovery.framesReplayed == 0)
+        try await expectContents(store)
+        // More writes after the checkpoint, then a reopen that replays them.
+        try await store.put("cards", id: "card-9", value: value("card-9", 2), condition: .version(1))
+        try await store.delete("cards", id: "card-10")
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+
+        store = try sandbox.open(testOptions())
+        #expect(!store.recovery.usedCheckpoint)
+        #expect(store.recovery.tornTailBytes == 0)
+        try await expectContents(store)
+        #expect(try await store.get("cards", id: "card-9")?.value == value("card-9", 2))
+        #expect(try await store.get("cards", id: "card-10") == nil)
+        #expect(try await store.scanAll("cards").count == 298)
+        store.close()
+    }
+
+    private func expectContents(_ store: EncryptedFileStore) async throws {
+        #expect(try await store.get("cards", id: "card-0") == Record(collection: "cards", id: "card-0", version: 1, value: value("card-0")))
+        #expect(try await store.get("cards", id: "card-7")?.version == 2)
+        #expect(try await store.get("cards", id: "card-7")?.value == value("card-7", 2))
+        #expect(try await store.get("cards", id: "card-8") == nil)
+        #expect(try await store.get("users", id: "u-1")?.value == [1, 2, 3])
+        let page = try await store.scan("cards", prefix: "card-29", after: nil, limit: 100)
+        #expect(page.map(\.id) == ["card-29"] + (290..<300).map { "card-\($0)" })
+    }
+
+    @Test func checkpointPlusTailReplayMatchesAFullReplay() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 16 << 10))
+        for index in 0..<500 { try await store.put("a", id: "r\(index % 200)", value: value("r\(index)")) }
+        try store.checkpoint()
+        for index in 500..<700 { try await store.put("a", id: "r\(index % 250)", value: value("r\(index)")) }
+        for index in 0..<50 { try await store.delete("a", id: "r\(index * 3)") }
+        let expected = try await store.scanAll("a")
+        // Simulate a crash: no close, so no final checkpoint; release only the lock by closing a copy.
+        let checkpointCopy = fileBytes(sandbox.data + "/index.checkpoint")
+        store.close()
+        try Data(checkpointCopy).write(to: URL(fileURLWithPath: sandbox.data + "/index.checkpoint"))
+
+        let fromCheckpoint = try sandbox.open(testOptions(segmentBytes: 16 << 10))
+        #expect(fromCheckpoint.recovery.usedCheckpoint)
+        #expect(fromCheckpoint.recovery.framesReplayed == 250)
+        #expect(try await fromCheckpoint.scanAll("a") == expected)
+        fromCheckpoint.close()
+
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let full = try sandbox.open(testOptions(segmentBytes: 16 << 10))
+        #expect(!full.recovery.usedCheckpoint)
+        #expect(try await full.scanAll("a") == expected)
+        full.close()
+    }
+
+    @Test func aDamagedCheckpointFallsBackToAFullReplay() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<50 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        let path = sandbox.data + "/index.checkpoint"
+        var bytes = fileBytes(path)
+        bytes[bytes.count / 2] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        store = try sandbox.open(testOptions())
+        #expect(!store.recovery.usedCheckpoint)
+        #expect(store.recovery.records == 50)
+        store.close()
+    }
+
+    @Test func aTornTailIsCutOffAndEveryCompleteBatchKept() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<20 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        let goodSize = fileBytes(segment).count
+        // A frame of a batch that never finished: the first 40 bytes of a real frame.
+        let frame = Array(fileBytes(segment)[16..<56])
+        try append(segment, frame)
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == 40)
+        #expect(store.recovery.damage.isEmpty)
+        #expect(fileBytes(segment).count == goodSize)
+        #expect(store.recovery.records == 20)
+        try await store.put("a", id: "after", value: [9])
+        store.close()
+        store = try sandbox.open(testOptions())
+        #expect(try await store.get("a", id: "after")?.value == [9])
+        #expect(try await store.get("a", id: "r19")?.value == value("r19"))
+        store.close()
+    }
+
+    @Test func anUnfinishedBatchIsDroppedWhole() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        try await store.commit([
+            .put(collection: "a", id: "x", value: [1], condition: .absent),
+            .put(collection: "a", id: "y", value: [2], condition: .absent),
+        ])
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        let bytes = fileBytes(segment)
+        // Cut the last frame (y, which ends the batch) in half: x must go too.
+        let firstLength = Int(bytes[16]) | Int(bytes[17]) << 8
+        let cut = 16 + firstLength + 10
+        try FileManager.default.removeItem(atPath: segment)
+        try Data(bytes[0..<cut]).write(to: URL(fileURLWithPath: segment))
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == cut - 16)
+        #expect(try await store.get("a", id: "x") == nil)
+        #expect(try await store.get("a", id: "y") == nil)
+        store.close()
+    }
+
+    @Test func aFlippedByteFailsThatRecordOnlyAndVerifyReportsIt() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<10 { try await store.put("cards", id: "c\(index)", value: value("c\(index)")) }
+        let location = store.state.withLock { $0.index[$0.index.find("cards", "c4")!].location }
+        store.close()
+        // Flip a byte inside c4's ciphertext (after header and names, before the tag).
+        let segment = sandbox.segmentFiles().last!
+        let target = Int(location.offset) + RecordFrame.fixedHeaderSize + 2 + 5 + AESGCM.nonceSize + 3
+        var byte = fileBytes(segment)[target]
+        byte ^= 0x01
+        try patch(segment, at: target, with: [byte])
+
+        store = try sandbox.open(testOptions())
+        await #expect(throws: StoreError(.corrupted, "")) { try await store.get("cards", id: "c4") }
+        for index in [0, 1, 2, 3, 5, 6, 7, 8, 9] {
+            #expect(try await store.get("cards", id: "c\(index)")?.value == value("c\(index)"))
+        }
+        let report = try await store.verify()
+        #expect(report.checked == 10)
+        #expect(report.failures.map(\.id) == ["c4"])
+        #expect(report.failures[0].reason.contains("authentication"))
+        store.close()
+
+        // Without the checkpoint, recovery sees the damaged frame in the middle and keeps going.
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == 0)
+        #expect(store.recovery.corruptedRecords == 1)
+        #expect(store.recovery.records == 10)
+        #expect(try await store.verify().failures.map(\.id) == ["c4"])
+        #expect(try await store.get("cards", id: "c9")?.value == value("c9"))
+        store.close()
+    }
+
+    @Test func aDamagedFrameHeaderInTheMiddleIsReportedNotTruncated() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<10 { try await store.put("cards", id: "c\(index)", value: value("c\(index)")) }
+        let location = store.state.withLock { $0.index[$0.index.find("cards", "c3")!].location }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        try patch(segment, at: Int(location.offset), with: [0xFF, 0xFF])  // its length field
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == 0)
+        #expect(store.recovery.damage.count == 1)
+        #expect(try await store.get("cards", id: "c3") == nil)
+        #expect(try await store.get("cards", id: "c9")?.value == value("c9"))
+        #expect(try await store.verify().damage.count == 1)
+        store.close()
+    }
+
+    @Test func aRecordCopiedOntoAnotherIdFailsAuthentication() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        try await store.put("cards", id: "aa", value: value("aa"))
+        try await store.put("cards", id: "bb", value: value("bb"))
+        let (first, second) = store.state.withLock {
+            ($0.index[$0.index.find("cards", "aa")!].location, $0.index[$0.index.find("cards", "bb")!].location)
+        }
+        store.close()
+        let segment = sandbox.segmentFiles().last!
+        let bytes = fileBytes(segment)
+        // Put aa's sealed value in bb's place (same sizes), with valid checksums.
+        let namesEnd = RecordFrame.fixedHeaderSize + 5 + 2
+        var swapped = Array(bytes[Int(second.offset)..<Int(second.offset + second.length)])
+        swapped.replaceSubrange(
+            namesEnd..<swapped.count - 4,
+            with: bytes[Int(first.offset) + namesEnd..<Int(first.offset + first.length) - 4])
+        RecordFrame.reflag(&swapped, flags: RecordFrame.endOfBatch)
+        try patch(segment, at: Int(second.offset), with: swapped)
+        store = try sandbox.open(testOptions())
+        #expect(try await store.get("cards", id: "aa")?.value == value("aa"))
+        await #expect(throws: StoreError(.corrupted, "")) { try await store.get("cards", id: "bb") }
+        store.close()
+    }
+
+    @Test func filesAreOwnerOnlyAndASecondOpenerIsToldWhoHoldsTheLock() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions())
+        try await store.put("a", id: "b", value: [1])
+        try store.checkpoint()
+        do {
+            _ = try sandbox.open(testOptions())
+            Issue.record("a second opener got the store")
+        } catch let error as StoreError {
+            #expect(error.code == .locked)
+            #expect(error.message.contains("in use by another cardvault process (pid \(getpid()))"))
+        }
+        var status = stat()
+        for path in sandbox.dataFiles() + [sandbox.keys + "/master.key"] {
+            #expect(stat(path, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o600, "\(path)")
+        }
+        for path in [sandbox.data, sandbox.data + "/segments", sandbox.keys] {
+            #expect(stat(path, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700, "\(path)")
+        }
+        store.close()
+        let again = try sandbox.open(testOptions())
+        #expect(try await again.get("a", id: "b")?.value == [1])
+        again.close()
+    }
+
+    @Test func concurrentWritersShareFsyncsAndEveryAcknowledgedWriteIsThere() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 256 << 10))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<64 {
+                group.addTask {
+                    for index in 0..<40 {
+                        try await store.put("w", id: "w\(writer)-\(index)", value: Array("\(writer)/\(index)".utf8))
+                    }
+                    // Contended conditional updates on one shared record: each succeeds exactly once per version.
+                    while true {
+                        let current = try await store.get("w", id: "counter")
+                        do {
+                            try await store.put(
+                                "w", id: "counter", value: [UInt8(writer)],
+                                condition: current.map { .version($0.version) } ?? .absent)
+                            break
+                        } catch let error as StoreError where error.code == .conflict {
+                            continue
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await store.get("w", id: "counter")?.version == 64)
+        store.close()
+        let reopened = try sandbox.open(testOptions(segmentBytes: 256 << 10))
+        #expect(try await reopened.scanAll("w").count == 64 * 40 + 1)
+        #expect(try await reopened.get("w", id: "w63-39")?.value == Array("63/39".utf8))
+        #expect(try await reopened.get("w", id: "counter")?.version == 64)
+        reopened.close()
+    }
+
+    @Test func compactionReclaimsSpaceKeepsEveryRecordAndSurvivesReopen() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 32 << 10))
+        for round in 0..<10 {
+            for index in 0..<200 {
+                try await store.put("a", id: "r\(index)", value: value("r\(index)", UInt64(round)))
+            }
+        }
+        for index in 0..<50 { try await store.delete("a", id: "r\(index)") }
+        let before = store.statistics
+        let expected = try await store.scanAll("a")
+        let report = try await store.compact()
+        let after = store.statistics
+        #expect(report.segmentsRemoved > 0)
+        #expect(after.logBytes < before.logBytes / 3)
+        #expect(sandbox.segmentFiles().count == after.segments)
+        #expect(try await store.scanAll("a") == expected)
+        try await store.put("a", id: "new", value: [7])
+        store.close()
+        for withCheckpoint in [true, false] {
+            if !withCheckpoint { try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint") }
+            let reopened = try sandbox.open(testOptions(segmentBytes: 32 << 10))
+            #expect(try await reopened.scanAll("a") == [Record(collection: "a", id: "new", version: 1, value: [7])] + expected)
+            #expect(try await reopened.get("a", id: "r10") == nil)
+            #expect(try await reopened.verify().failures.isEmpty)
+            reopened.close()
+        }
+    }
+
+    @Test func compactionRunsWhileWritersAndReadersGoOn() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 16 << 10))
+        for index in 0..<100 { try await store.put("a", id: "r\(index)", value: value("r\(index)", 1)) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for round in 2..<12 {
+                    for index in 0..<100 {
+                        try await store.put("a", id: "r\(index)", value: value("r\(index)", UInt64(round)))
+                        let read = try await store.get("a", id: "r\((index + 50) % 100)")
+                        #expect(read != nil)
+                    }
+                }
+            }
+            group.addTask {
+                for _ in 0..<5 { try await store.compact() }
+            }
+            try await group.waitForAll()
+        }
+        for index in 0..<100 {
+            let record = try await store.get("a", id: "r\(index)")
+            #expect(record?.version == 11)
+            #expect(record?.value == value("r\(index)", 11))
+        }
+        store.close()
+        let reopened = try sandbox.open(testOptions(segmentBytes: 16 << 10))
+        #expect(try await reopened.get("a", id: "r42")?.value == value("r42", 11))
+        reopened.close()
+    }
+
+    @Test func noTestPANAppearsInAnyFileOrLogInAnyEncoding() async throws {
+        let sandbox = try StoreSandbox()
+        let logs = MemoryLogHandler()
+        let store = try sandbox.open(testOptions(logger: Logger(handler: logs, minimumLevel: .debug)))
+        let pans = ["4970101122334455", "5017670000006700", "4111111111111111", "371449635398431"]
+        for (index, pan) in pans.enumerated() {
+            let json = "{\"pan\":\"\(pan)\",\"expiry\":\"1229\"}"
+            try await store.put("cards", id: "card-\(index)", value: Array(json.utf8))
+            try await store.put("cards-utf16", id: "card-\(index)", value: pan.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), 0] })
+        }
+        try store.rotateDataKey()
+        _ = try await store.rewrap()
+        try await store.compact()
+        store.close()
+        let files = sandbox.dataFiles()
+        #expect(files.count >= 4)
+        let logText = Array(logs.renderedLines.joined(separator: "\n").utf8)
+        for pan in pans {
+            for pattern in encodings(of: pan) {
+                for path in files {
+                    #expect(!contains(fileBytes(path), pattern), "a PAN encoding found in \(path)")
+                }
+                #expect(!contains(logText, pattern))
+            }
+        }
+    }
+
+    /// ASCII digits, UTF-16 in both byte orders, and packed BCD at both nibble alignments.
+    private func encodings(of pan: String) -> [[UInt8]] {
+        let digits = pan.utf8.map { $0 - 0x30 }
+        let ascii = Array(pan.utf8)
+        let utf16LE = ascii.flatMap { byte -> [UInt8] in [byte, 0] }
+        let utf16BE = ascii.flatMap { byte -> [UInt8] in [0, byte] }
+        func bcd(_ digits: [UInt8]) -> [UInt8] {
+            stride(from: 0, to: digits.count - 1, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
+        }
+        return [ascii, utf16LE, utf16BE, bcd(digits), bcd(Array(digits.dropFirst()))]
+    }
+
+    private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard needle.count <= haystack.count else { return false }
+        return haystack.withUnsafeBytes { hay in
+            needle.withUnsafeBytes { pattern in
+                for start in 0...(hay.count - pattern.count) where hay[start] == pattern[0] {
+                    if memcmp(hay.baseAddress! + start, pattern.baseAddress!, pattern.count) == 0 { return true }
+                }
+                return false
+            }
+        }
+    }
+}

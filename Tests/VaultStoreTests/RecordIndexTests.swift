@@ -1,0 +1,56 @@
+import Testing
+@testable import VaultStore
+
+@Suite struct RecordIndexTests {
+    private func location(_ value: Int) -> RecordLocation {
+        RecordLocation(segment: 1, offset: UInt32(value), length: 10, keyVersion: 1, version: UInt64(value))
+    }
+
+    @Test func matchesADictionaryModelThroughInsertsUpdatesDeletesAndMerges() {
+        var index = RecordIndex()
+        var model: [String: Int] = [:]
+        var generator = SystemRandomNumberGenerator()
+        for step in 0..<30_000 {
+            let id = "id-\(Int.random(in: 0..<5000, using: &generator))"
+            if Int.random(in: 0..<4, using: &generator) == 0 {
+                #expect(index.remove("c", id) == (model.removeValue(forKey: id) != nil))
+            } else {
+                index.upsert("c", id, location(step))
+                model[id] = step
+            }
+        }
+        #expect(index.count == model.count)
+        for (id, step) in model { #expect(index.find("c", id).map { index[$0].location } == location(step)) }
+        let ordered = index.scan("c", prefix: "", after: nil, limit: .max).map { index.id(of: $0) }
+        #expect(ordered == model.keys.sorted())
+        let page = index.scan("c", prefix: "id-1", after: "id-15", limit: 5).map { index.id(of: $0) }
+        #expect(page == Array(model.keys.filter { $0.hasPrefix("id-1") && $0 > "id-15" }.sorted().prefix(5)))
+        #expect(index.find("other", "id-1") == nil)
+    }
+
+    @Test func aCheckpointRoundTripRebuildsTheSameIndex() throws {
+        var index = RecordIndex()
+        for value in 0..<2000 { index.upsert(value % 3 == 0 ? "users" : "cards", "k\(value)", location(value)) }
+        for value in stride(from: 0, to: 2000, by: 7) { index.remove(value % 3 == 0 ? "users" : "cards", "k\(value)") }
+        let bytes = IndexCheckpoint.encode(index, position: .init(segment: 3, offset: 99))
+        let (loaded, position) = try #require(IndexCheckpoint.decode(bytes))
+        #expect(position == .init(segment: 3, offset: 99))
+        #expect(loaded.count == index.count)
+        for collection in ["users", "cards"] {
+            let expected = index.scan(collection, prefix: "", after: nil, limit: .max).map { index.id(of: $0) }
+            #expect(loaded.scan(collection, prefix: "", after: nil, limit: .max).map { loaded.id(of: $0) } == expected)
+        }
+        #expect(loaded.find("cards", "k1").map { loaded[$0].location } == location(1))
+        #expect(loaded.keyVersionCounts == index.keyVersionCounts)
+        var damaged = bytes
+        damaged[40] ^= 1
+        #expect(IndexCheckpoint.decode(damaged) == nil)
+        #expect(IndexCheckpoint.decode(Array(bytes.dropLast())) == nil)
+    }
+
+    @Test func crc32cMatchesThePublishedCheckValue() {
+        // RFC 3720 B.4 / the CRC catalogue: CRC-32C("123456789") = 0xE3069283.
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+    }
+}
