@@ -68,7 +68,7 @@ struct MasterpassHarness {
     private init(services: MerchantServices) {
         self.services = services
         var router = Router()
-        let routes = MasterpassDaemon.routes(
+        let routes = try! MasterpassDaemon.routes(
             services: services, configuration: CardVaultConfiguration(publicURL: "http://127.0.0.1:9999"),
             authenticator: authenticator)
         routes.register(on: &router)
