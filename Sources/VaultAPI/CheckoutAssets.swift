@@ -74,7 +74,7 @@ enum CheckoutAssets {
           var badge = d.getElementById("card-brand");
           var cvc = d.getElementById("securityCode");
           if (number && badge) {
-            var update = function () {
+            var update = function (initial) {
               var digits = digitsOf(number.value).slice(0, 19);
               var brand = detect(digits);
               var end = number.selectionStart === number.value.length;
@@ -84,18 +84,20 @@ enum CheckoutAssets {
               for (var i = 0; i < icons.length; i++) {
                 icons[i].classList.toggle("active", icons[i].getAttribute("data-brand") === brand);
               }
-              if (!brand) { badge.textContent = digits.length >= 2 ? page.text.brandUnknown : ""; number.removeAttribute("aria-invalid"); }
-              else if (page.allowed.indexOf(brand) < 0) {
-                badge.textContent = table.names[brand] + " \\u2014 " + page.text.brandRefused;
-                number.setAttribute("aria-invalid", "true");
-              } else {
+              var refused = !!brand && page.allowed.indexOf(brand) < 0;
+              if (!brand) { badge.textContent = digits.length >= 2 ? page.text.brandUnknown : ""; }
+              else if (refused) { badge.textContent = table.names[brand] + " \\u2014 " + page.text.brandRefused; }
+              else {
                 badge.textContent = table.names[brand];
-                number.removeAttribute("aria-invalid");
                 if (cvc) { cvc.setAttribute("maxlength", String(table.cvc[brand])); }
               }
+              // The server's verdict stands until the shopper edits the number.
+              if (!initial) {
+                if (refused) { number.setAttribute("aria-invalid", "true"); } else { number.removeAttribute("aria-invalid"); }
+              }
             };
-            number.addEventListener("input", update);
-            update();
+            number.addEventListener("input", function () { update(false); });
+            update(true);
           }
           var expiry = d.getElementById("expiry");
           if (expiry) {
