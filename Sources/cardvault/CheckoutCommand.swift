@@ -1,4 +1,5 @@
 import Foundation
+import VaultStore
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,12 +14,16 @@ enum CheckoutCommand: Command {
                                       --card-types master,visa [--checkout-id ID] [--merchant-name NAME] [--url URL]
                cardvault checkout list --client-id ID [--url URL]
                cardvault checkout remove CHECKOUT_ID --client-id ID [--url URL]
+               cardvault checkout pci --client-id ID (--on | --off) [--config FILE] [--data-dir DIR] [--keys-dir DIR]
 
         Registers checkout ids with the daemon at URL (default: CARDVAULT_URL, else http://127.0.0.1:8080)
         as client ID. A checkout whose callbackUrl does not start with a registered prefix (same scheme,
         host and port, path on a segment boundary) is refused. The client's API key is read from
         CARDVAULT_API_KEY or, when that is unset, from the first line of standard input; never from the
         command line. Prints the registration (add) or the list (list) as JSON on standard output.
+
+        pci (operator only) flags a client as PCI-compliant (--on: its payment data carries card numbers) or not
+        (--off: CardVault tokens), through the running daemon's admin socket or on the files when it is stopped.
 
         Exit status: 0 done, 1 refused by the daemon (the reasons go to standard error), 64 bad usage,
         69 daemon unreachable.
@@ -34,7 +39,8 @@ enum CheckoutCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
-        guard let action = arguments.positional() else { throw UsageError("checkout needs add, list or remove") }
+        guard let action = arguments.positional() else { throw UsageError("checkout needs add, list, remove or pci") }
+        if action == "pci" { return try pci(&arguments) }
         let url = try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
             ?? "http://127.0.0.1:8080"
         guard let clientId = try arguments.option("--client-id"), !clientId.isEmpty else {
@@ -60,7 +66,7 @@ enum CheckoutCommand: Command {
             guard let id = arguments.positional() else { throw UsageError("remove needs a CHECKOUT_ID") }
             request = ("DELETE", "/masterpass/checkouts/" + id, nil)
         default:
-            throw UsageError("unknown checkout action \(action) (add, list or remove)")
+            throw UsageError("unknown checkout action \(action) (add, list, remove or pci)")
         }
         try arguments.finish()
         guard let base = URL(string: url), base.scheme == "http" || base.scheme == "https" else {
@@ -89,6 +95,21 @@ enum CheckoutCommand: Command {
         if !response.body.isEmpty {
             FileHandle.standardOutput.write(response.body + Data("\n".utf8))
         }
+        return 0
+    }
+
+    /// `checkout pci`: the operator's PCI flag, over the admin channel.
+    static func pci(_ arguments: inout Arguments) throws -> Int32 {
+        guard let clientId = try arguments.option("--client-id"), !clientId.isEmpty else {
+            throw UsageError("--client-id is required")
+        }
+        let on = arguments.flag("--on")
+        let off = arguments.flag("--off")
+        guard on != off else { throw UsageError("pci needs exactly one of --on and --off") }
+        let access = try StoreAccess.parse(&arguments)
+        try arguments.finish()
+        let result = try access.call("checkout.pci", arguments: ["clientId": .string(clientId), "compliant": .bool(on)])
+        print(#"{"clientId": "\#(clientId)", "pciCompliant": \#(result["pciCompliant"].map { $0 == .bool(true) } ?? on)}"#)
         return 0
     }
 

@@ -16,6 +16,8 @@ import Testing
         ["checkout", "add", "--client-id", "dev", "--card-types", "visa"],
         ["checkout", "add", "--client-id", "dev", "--callback-prefix", "https://a.example/"],
         ["checkout", "remove", "--client-id", "dev"], ["checkout", "list", "--client-id", "dev", "--bogus"],
+        ["checkout", "pci", "--client-id", "dev"], ["checkout", "pci", "--client-id", "dev", "--on", "--off"],
+        ["checkout", "pci", "--on"],
     ])
     func badUsageExits64(arguments: [String]) throws {
         let result = try CLIProcess.run(arguments, stdin: "key\n")
@@ -71,6 +73,14 @@ import Testing
         let after = try CLIProcess.run(
             ["checkout", "list", "--client-id", daemon.clientId, "--url", daemon.url], environment: environment)
         #expect(!after.stdout.contains("a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"))
+
+        // The PCI flag is the operator's, over the daemon's admin socket.
+        let pci = try CLIProcess.run(["checkout", "pci", "--client-id", daemon.clientId, "--on", "--data-dir", daemon.dataDirectory])
+        #expect(pci.status == 0, "\(pci.stderr)")
+        #expect(pci.stdout.contains(#""pciCompliant": true"#))
+        let nobody = try CLIProcess.run(["checkout", "pci", "--client-id", "nobody", "--off", "--data-dir", daemon.dataDirectory])
+        #expect(nobody.status == 1)
+        #expect(nobody.stderr.contains("no client nobody"))
     }
 }
 
@@ -80,6 +90,7 @@ final class LiveDaemon {
     var url = ""
     var clientId = ""
     var apiKey = ""
+    let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-checkout-\(UUID().uuidString)").path
 
     init() throws {
         process.executableURL = CLIProcess.binary
@@ -88,8 +99,7 @@ final class LiveDaemon {
         process.arguments = ["serve", "--config", config.path]
         var environment = ProcessInfo.processInfo.environment
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
-        environment["CARDVAULT_DATA_DIR"] = FileManager.default.temporaryDirectory
-            .appendingPathComponent("cardvault-checkout-\(UUID().uuidString)").path
+        environment["CARDVAULT_DATA_DIR"] = dataDirectory
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

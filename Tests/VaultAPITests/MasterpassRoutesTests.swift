@@ -273,6 +273,25 @@ extension Response {
         #expect(queryItems(try #require(back.headers["Location"]))["mpstatus"] == "success")
     }
 
+    @Test func operatorFlagsAClientPCICompliantOverTheAdminChannel() async throws {
+        let h = try await Harness.make()
+        let transactionId = try #require(queryItems(try await h.pay())["oauth_token"])
+        let path = "/masterpass/paymentdata/\(transactionId)?checkoutId=\(Harness.checkoutId)&cartId=cart-1"
+        let before = await h.send("GET", path, as: "shop")
+        #expect((before.jsonObject["card"] as? [String: Any])?["accountNumber"] as? String != "5555555555554444")
+        let handlers = AdminHandlers()
+        MerchantAdminCommands.register(h.services, in: handlers)
+        let answer = try await handlers.invoke("checkout.pci", arguments: ["clientId": .string("shop"), "compliant": .bool(true)])
+        #expect(answer["pciCompliant"] == .bool(true))
+        await #expect(throws: AdminError.self) {
+            _ = try await handlers.invoke("checkout.pci", arguments: ["clientId": .string("nobody"), "compliant": .bool(true)])
+        }
+        let after = await h.send("GET", path, as: "shop")
+        #expect((after.jsonObject["card"] as? [String: Any])?["accountNumber"] as? String == "5555555555554444")
+        let audit = await h.send("GET", "/masterpass/paymentdata/\(transactionId)/accesses", as: "shop")
+        #expect(audit.bodyText.contains("servedToken") && audit.bodyText.contains("servedAccountNumber"))
+    }
+
     @Test func assetsAndPaymentMethod() async throws {
         let h = try await Harness.make()
         let script = await h.send("GET", "/srci/assets/checkout.js")
