@@ -364,3 +364,20 @@ def test_screenshots(daemon, merchant, backend, name, width, height, locale):
         assert driver.save_screenshot(str(target / (name + ".png")))
     finally:
         driver.quit()
+
+
+def test_zz_checkout_card_numbers_are_nowhere_in_clear(daemon, merchant):
+    """After the checkouts above: no card number typed on the page appears in the data directory, the daemon's
+    logs or the merchant's callbacks (ASCII, UTF-16, BCD)."""
+    files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
+    files += [daemon.log_path, daemon.stdout_path]
+    secrets = [MASTERCARD, MAESTRO_CHALLENGE, "5555 5555 5555 4444", "securityCode=123"]
+    for path in files:
+        content = path.read_bytes()
+        for secret in secrets:
+            encodings = [secret.encode("ascii"), secret.encode("utf-16-le"), secret.encode("utf-16-be")]
+            if secret.isdigit():
+                encodings.append(bytes(int(secret[i]) << 4 | int(secret[i + 1]) for i in range(0, len(secret), 2)))
+            for encoded in encodings:
+                assert encoded not in content, "%s... found in %s" % (secret[:6], path.name)
+    assert not any(MASTERCARD in callback or MAESTRO_CHALLENGE in callback for callback in merchant.callbacks)
