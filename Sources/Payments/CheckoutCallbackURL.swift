@@ -31,10 +31,12 @@ public struct CheckoutCallbackURL: Sendable, Hashable, Codable, CustomStringConv
         guard bytes.count <= Self.maximumLength else {
             throw CheckoutURLProblem("must be at most \(Self.maximumLength) characters")
         }
-        for byte in bytes where byte <= 0x20 || byte >= 0x7F || byte == 0x5C || byte == 0x22 || byte == 0x3C
+        for byte in bytes
+        where byte <= 0x20 || byte >= 0x7F || byte == 0x5C || byte == 0x22 || byte == 0x3C
             || byte == 0x3E || byte == 0x60
         {
-            throw CheckoutURLProblem("must not contain spaces, control characters, quotes, angle brackets or backslashes")
+            throw CheckoutURLProblem(
+                "must not contain spaces, control characters, quotes, angle brackets or backslashes")
         }
         // Scheme.
         guard let colon = bytes.firstIndex(of: 0x3A), colon > 0 else {
@@ -45,7 +47,9 @@ public struct CheckoutCallbackURL: Sendable, Hashable, Codable, CustomStringConv
             schemeBytes.allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
         else { throw CheckoutURLProblem("has an invalid scheme") }
         let scheme = String(decoding: schemeBytes, as: UTF8.self).lowercased()
-        guard !Self.refusedSchemes.contains(scheme) else { throw CheckoutURLProblem("uses a scheme that is not allowed") }
+        guard !Self.refusedSchemes.contains(scheme) else {
+            throw CheckoutURLProblem("uses a scheme that is not allowed")
+        }
         guard bytes.count >= colon + 3, bytes[colon + 1] == 0x2F, bytes[colon + 2] == 0x2F else {
             throw CheckoutURLProblem("must start with scheme:// (such as https://)")
         }
@@ -112,7 +116,8 @@ public struct CheckoutCallbackURL: Sendable, Hashable, Codable, CustomStringConv
         var text = description
         var separator = query == nil ? "?" : (query!.isEmpty ? "" : "&")
         for (name, value) in items {
-            text += separator + CheckoutCallbackURL.percentEncoded(name) + "=" + CheckoutCallbackURL.percentEncoded(value)
+            text +=
+                separator + CheckoutCallbackURL.percentEncoded(name) + "=" + CheckoutCallbackURL.percentEncoded(value)
             separator = "&"
         }
         return text

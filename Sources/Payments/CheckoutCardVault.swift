@@ -29,7 +29,8 @@ public struct CheckoutDeviceSignals: Sendable, Equatable {
     public var device: [String: String]
 
     public init(
-        ipAddress: String? = nil, userAgent: String? = nil, acceptLanguage: String? = nil, device: [String: String] = [:]
+        ipAddress: String? = nil, userAgent: String? = nil, acceptLanguage: String? = nil,
+        device: [String: String] = [:]
     ) {
         self.ipAddress = ipAddress
         self.userAgent = userAgent

@@ -30,7 +30,8 @@ enum CheckoutIdentifiers {
             && text.utf8.allSatisfy { CheckoutCallbackURL.isAlpha($0) || CheckoutCallbackURL.isDigit($0) }
     }
 
-    /// True when `text` may be an id this module generated or a merchant's id: 1–100 of A–Z, a–z, 0–9, `_`, `-`.
+    /// True when `text` may be an id this module generated or a merchant's id: 1–100 of A–Z, a–z, 0–9, `_`,
+    /// `-`.
     static func isWellFormed(_ text: String) -> Bool {
         let bytes = text.utf8
         return !bytes.isEmpty && bytes.count <= 100

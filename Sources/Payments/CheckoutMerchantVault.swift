@@ -1,10 +1,11 @@
-import Foundation
 import CardKit
+import Foundation
 import VaultCore
 import VaultStore
 
 /// The hosted checkout's card vault over the merchant API's own services: a natural user per checkout shopper, a
-/// card registration, the tokenization step (``CardRegistrationService/tokenize(clientId:id:form:signals:requireSecurityCode:)``,
+/// card registration, the tokenization step
+/// (``CardRegistrationService/tokenize(clientId:id:form:signals:requireSecurityCode:)``,
 /// the code path of `POST /tokenize/...`: CardKit validation, vaulted number, held security code, profiling
 /// attempt, rate limit) and the registration's completion, which creates the card.
 public struct CheckoutMerchantVault: CheckoutCardVault {

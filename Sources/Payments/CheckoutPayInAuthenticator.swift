@@ -35,7 +35,8 @@ public struct CheckoutPayInAuthenticator: CheckoutAuthenticator {
         if let outcome = Self.outcome(of: created) {
             return .decided(authenticationId: created.id, outcome)
         }
-        guard case .awaitingChallenge(let expiresAt) = created.machine.state, let url = payIns.challengeURL(for: created)
+        guard case .awaitingChallenge(let expiresAt) = created.machine.state,
+            let url = payIns.challengeURL(for: created)
         else {
             throw CheckoutError(.invalidState, "The card could not be authenticated; try again")
         }

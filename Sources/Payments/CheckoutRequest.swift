@@ -41,9 +41,10 @@ public enum CheckoutLocale: String, Sendable, Hashable, Codable, CaseIterable {
     public init?(parsing text: String) {
         let bytes = Array(text.utf8)
         let letters = { (slice: ArraySlice<UInt8>) in slice.allSatisfy(CheckoutCallbackURL.isAlpha) }
-        guard (bytes.count == 2 && letters(bytes[0..<2]))
-            || (bytes.count == 5 && letters(bytes[0..<2]) && (bytes[2] == 0x5F || bytes[2] == 0x2D)
-                && letters(bytes[3..<5]))
+        guard
+            (bytes.count == 2 && letters(bytes[0..<2]))
+                || (bytes.count == 5 && letters(bytes[0..<2]) && (bytes[2] == 0x5F || bytes[2] == 0x2D)
+                    && letters(bytes[3..<5]))
         else { return nil }
         self = text.prefix(2).lowercased() == "fr" ? .frFR : .enUS
     }
@@ -166,7 +167,8 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
             if let parsed = MasterpassCardType.parseList([text]) {
                 allowedCardTypes = parsed
             } else {
-                errors.add("allowedCardTypes", "allowedCardTypes must be a comma-separated list of " + Self.cardTypeNames)
+                errors.add(
+                    "allowedCardTypes", "allowedCardTypes must be a comma-separated list of " + Self.cardTypeNames)
             }
         } else {
             errors.add("allowedCardTypes", "allowedCardTypes is required")
@@ -206,7 +208,8 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
             } else {
                 errors.add(
                     "cryptoOptions",
-                    "cryptoOptions must be a JSON array such as [{\"cardType\":\"master\",\"format\":[\"ICC\",\"UCAF\"]}]"
+                    "cryptoOptions must be a JSON array such as "
+                        + "[{\"cardType\":\"master\",\"format\":[\"ICC\",\"UCAF\"]}]"
                         + " with formats the card type supports (ICC or UCAF; TAVV or TVV for visa)")
             }
         }
@@ -236,7 +239,8 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
                 unpredictableNumber = text
             } else {
                 errors.add(
-                    "unpredictableNumber", "unpredictableNumber must be 4 to 44 characters of base64 (A-Z, a-z, 0-9, +, /, =)")
+                    "unpredictableNumber",
+                    "unpredictableNumber must be 4 to 44 characters of base64 (A-Z, a-z, 0-9, +, /, =)")
             }
         }
         // validityPeriodMinutes
@@ -254,7 +258,8 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
         }
         // shippingLocationProfile(s)
         var shippingCountries: [String]?
-        let shippingName = values["shippingLocationProfile"] != nil ? "shippingLocationProfile" : "shippingLocationProfiles"
+        let shippingName =
+            values["shippingLocationProfile"] != nil ? "shippingLocationProfile" : "shippingLocationProfiles"
         if values["shippingLocationProfile"] != nil, values["shippingLocationProfiles"] != nil {
             errors.add("shippingLocationProfile", "send shippingLocationProfile or shippingLocationProfiles, not both")
         } else if let text = values[shippingName] {
@@ -264,7 +269,9 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
             if !codes.isEmpty, codes.count <= 250, codes.allSatisfy(Self.isCountryCode) {
                 shippingCountries = codes
             } else {
-                errors.add(shippingName, "\(shippingName) must be a comma-separated list of ISO 3166 country codes such as US,AU,BE")
+                errors.add(
+                    shippingName,
+                    "\(shippingName) must be a comma-separated list of ISO 3166 country codes such as US,AU,BE")
             }
         }
         // userId
@@ -309,7 +316,7 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
         guard let widest = Currency.all.max(by: { $0.minorUnits < $1.minorUnits }) else { return nil }
         do {
             _ = try Money(parsing: text, currency: widest)
-        } catch where error.code != .tooManyDecimals {
+        } catch  where error.code != .tooManyDecimals {
             errors.add("amount", amountMessage(error, currency: widest))
         } catch {}
         return nil
@@ -320,14 +327,17 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
         case .tooManyDecimals:
             return currency.minorUnits == 0
                 ? "amount must be a whole number in \(currency.code)"
-                : "amount may have at most \(currency.minorUnits) decimals in \(currency.code) (12.55 is valid, 12.456 is not)"
+                : "amount may have at most \(currency.minorUnits) decimals in \(currency.code)"
+                    + " (12.55 is valid, 12.456 is not)"
         case .negativeAmount: return "amount must be greater than zero"
         case .overflow: return "amount is too large"
         default: return "amount must be a plain decimal number such as 12.55"
         }
     }
 
-    static func boolean(_ name: String, _ values: [String: String], default value: Bool, _ errors: inout CheckoutFieldErrors)
+    static func boolean(
+        _ name: String, _ values: [String: String], default value: Bool, _ errors: inout CheckoutFieldErrors
+    )
         -> Bool
     {
         guard let text = values[name] else { return value }

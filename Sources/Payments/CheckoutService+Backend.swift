@@ -81,7 +81,8 @@ extension CheckoutService {
         if (cartId ?? "").isEmpty { errors.add("cartId", "cartId is required") }
         try errors.check()
         let registration = try await ownedRegistration(clientId: clientId, checkoutId: checkoutId)
-        guard let transactionId, let session = try await transactionSession(clientId: clientId, transactionId: transactionId),
+        guard let transactionId,
+            let session = try await transactionSession(clientId: clientId, transactionId: transactionId),
             session.request.checkoutId == registration.checkoutId
         else { throw CheckoutError.notFound("transaction") }
         func refuse(_ outcome: PaymentDataAccess.Outcome, _ error: CheckoutError) async throws -> Never {
@@ -89,14 +90,16 @@ extension CheckoutService {
             throw error
         }
         guard session.request.cartId == cartId else {
-            try await refuse(.refusedCartMismatch, CheckoutError.invalid("cartId", "cartId does not match the checkout"))
+            try await refuse(
+                .refusedCartMismatch, CheckoutError.invalid("cartId", "cartId does not match the checkout"))
         }
         guard let payment = session.payment else {
             try await refuse(
                 .refusedNotComplete, CheckoutError(.invalidState, "The shopper has not completed this checkout"))
         }
         guard nowSeconds < payment.expiresAt else {
-            try await refuse(.refusedExpired, CheckoutError(.expired, "The payment data and its cryptogram have expired"))
+            try await refuse(
+                .refusedExpired, CheckoutError(.expired, "The payment data and its cryptogram have expired"))
         }
         return try await serve(payment.data, cardId: payment.cardId, session: session, operation: "paymentdata")
     }
@@ -116,7 +119,8 @@ extension CheckoutService {
             served.card.accountNumber = try await vault.accountNumber(clientId: session.clientId, cardId: cardId)
                 .unsafeRevealed
         }
-        try await audit(session, outcome: merchant.pciCompliant ? .servedAccountNumber : .servedToken, operation: operation)
+        try await audit(
+            session, outcome: merchant.pciCompliant ? .servedAccountNumber : .servedToken, operation: operation)
         return served
     }
 
@@ -177,9 +181,12 @@ extension CheckoutService {
         } else {
             errors.add("amount", "amount is required")
         }
-        if input.paymentSuccessful == nil { errors.add("paymentSuccessful", "paymentSuccessful (true or false) is required") }
+        if input.paymentSuccessful == nil {
+            errors.add("paymentSuccessful", "paymentSuccessful (true or false) is required")
+        }
         if let code = input.paymentCode, !code.isEmpty,
-            !(code.utf8.count <= 20 && code.utf8.allSatisfy({ CheckoutCallbackURL.isAlpha($0) || CheckoutCallbackURL.isDigit($0) }))
+            !(code.utf8.count <= 20
+                && code.utf8.allSatisfy({ CheckoutCallbackURL.isAlpha($0) || CheckoutCallbackURL.isDigit($0) }))
         {
             errors.add("paymentCode", "paymentCode must be the approval code: at most 20 letters and digits")
         }
@@ -226,7 +233,8 @@ extension CheckoutService {
         var wallet =
             existing?.0
             ?? PairingWallet(
-                clientId: clientId, userId: userId, walletId: CheckoutIdentifiers.make("wal", random: random), cards: [],
+                clientId: clientId, userId: userId, walletId: CheckoutIdentifiers.make("wal", random: random),
+                cards: [],
                 shippingAddresses: [], personalInfo: nil, pairingId: nil, preCheckoutTransactionId: nil)
         wallet.add(submission) { CheckoutIdentifiers.make("adr", random: random) }
         let pairing = PairingTransaction(
@@ -267,14 +275,19 @@ extension CheckoutService {
         try errors.check()
         guard let pairingTransactionId, let userId,
             let (pairing, pairingVersion) = try await read(
-                PairingTransaction.self, Collection.pairingTransactions, id: Self.scoped(clientId, pairingTransactionId)),
+                PairingTransaction.self, Collection.pairingTransactions, id: Self.scoped(clientId, pairingTransactionId)
+            ),
             pairing.userId == userId
         else { throw CheckoutError.notFound("pairing transaction") }
         guard !pairing.redeemed else {
             throw CheckoutError(.invalidState, "This pairing transaction was exchanged already")
         }
-        guard nowSeconds < pairing.expiresAt else { throw CheckoutError(.expired, "The pairing transaction has expired") }
-        guard let (wallet, walletVersion) = try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
+        guard nowSeconds < pairing.expiresAt else {
+            throw CheckoutError(.expired, "The pairing transaction has expired")
+        }
+        guard
+            let (wallet, walletVersion) = try await read(
+                PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
         else { throw CheckoutError.notFound("pairing transaction") }
         var redeemed = pairing
         redeemed.redeemed = true
@@ -305,7 +318,8 @@ extension CheckoutService {
                 let type = MasterpassCardType(brand: saved.card.brand) ?? .master
                 return MasterpassPreCheckoutCard(
                     brandId: type.rawValue, brandName: type.brandName, cardHolderName: saved.cardHolderName,
-                    cardId: saved.cardId, isDefault: saved.isDefault, expiryMonth: Self.twoDigits(saved.card.expiryMonth),
+                    cardId: saved.cardId, isDefault: saved.isDefault,
+                    expiryMonth: Self.twoDigits(saved.card.expiryMonth),
                     expiryYear: Self.twoDigits(saved.card.expiryYear % 100), lastFour: saved.card.lastFour)
             },
             shippingAddresses: rotated.shippingAddresses.map { saved in
@@ -354,18 +368,22 @@ extension CheckoutService {
         let registration = try await ownedRegistration(clientId: clientId, checkoutId: input.checkoutId)
         let (wallet, walletVersion) = try await pairedWallet(clientId: clientId, pairingId: input.pairingId ?? "")
         if let pre = input.preCheckoutTransactionId, !pre.isEmpty, pre != wallet.preCheckoutTransactionId {
-            errors.add("preCheckoutTransactionId", "preCheckoutTransactionId is not the latest precheckout of this pairing")
+            errors.add(
+                "preCheckoutTransactionId", "preCheckoutTransactionId is not the latest precheckout of this pairing")
         }
         let saved = wallet.cards.first { $0.cardId == input.cardId }
         if saved == nil {
             errors.add("cardId", "cardId is not a card of this pairing")
-        } else if let type = MasterpassCardType(brand: saved!.card.brand), !registration.allowedCardTypes.contains(type) {
+        } else if let type = MasterpassCardType(brand: saved!.card.brand), !registration.allowedCardTypes.contains(type)
+        {
             errors.add("cardId", "this card's type is not accepted by the checkoutId")
         }
         var shipping: CheckoutSavedAddress?
         if input.digitalGoods != true {
             shipping = wallet.shippingAddresses.first { $0.addressId == input.shippingAddressId }
-            if shipping == nil { errors.add("shippingAddressId", "shippingAddressId is not an address of this pairing") }
+            if shipping == nil {
+                errors.add("shippingAddressId", "shippingAddressId is not an address of this pairing")
+            }
         }
         try errors.check()
         guard let saved else { throw CheckoutError.notFound("card") }
@@ -398,7 +416,9 @@ extension CheckoutService {
         try await rotate(
             updated, version: walletVersion, newPairingId: newPairingId,
             extra: [
-                .put(collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session), condition: .absent),
+                .put(
+                    collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session),
+                    condition: .absent),
                 .put(
                     collection: Collection.transactions, id: Self.scoped(clientId, session.transactionId),
                     value: Array(session.sessionId.utf8), condition: .absent),
@@ -409,7 +429,8 @@ extension CheckoutService {
     /// The wallet a current pairing id points at.
     func pairedWallet(clientId: String, pairingId: String) async throws -> (PairingWallet, UInt64) {
         guard CheckoutIdentifiers.isWellFormed(pairingId),
-            let (pointer, _) = try await read(PairingPointer.self, Collection.pairings, id: Self.scoped(clientId, pairingId)),
+            let (pointer, _) = try await read(
+                PairingPointer.self, Collection.pairings, id: Self.scoped(clientId, pairingId)),
             let (wallet, version) = try await read(
                 PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, pointer.userId)),
             wallet.pairingId == pairingId
@@ -419,7 +440,8 @@ extension CheckoutService {
 
     /// Gives `wallet` a new pairing id, retiring the old one, in one atomic write with `extra`.
     @discardableResult
-    func rotate(_ wallet: PairingWallet, version: UInt64, newPairingId: String? = nil, extra: [RecordWrite]) async throws
+    func rotate(_ wallet: PairingWallet, version: UInt64, newPairingId: String? = nil, extra: [RecordWrite])
+        async throws
         -> (PairingWallet, String)
     {
         var updated = wallet
@@ -427,12 +449,15 @@ extension CheckoutService {
         updated.pairingId = pairingId
         var writes = extra
         if let old = wallet.pairingId {
-            writes.append(.delete(collection: Collection.pairings, id: Self.scoped(wallet.clientId, old), condition: .unconditional))
+            writes.append(
+                .delete(
+                    collection: Collection.pairings, id: Self.scoped(wallet.clientId, old), condition: .unconditional))
         }
         writes.append(
             .put(
                 collection: Collection.pairings, id: Self.scoped(wallet.clientId, pairingId),
-                value: try Self.encode(PairingPointer(clientId: wallet.clientId, userId: wallet.userId)), condition: .absent))
+                value: try Self.encode(PairingPointer(clientId: wallet.clientId, userId: wallet.userId)),
+                condition: .absent))
         writes.append(
             .put(
                 collection: Collection.wallets, id: Self.scoped(wallet.clientId, wallet.userId),

@@ -127,7 +127,8 @@ public struct CheckoutService: Sendable {
 
     /// Flags `clientId` as PCI-compliant (it then receives card numbers in payment data) or not.
     public func setPCICompliant(clientId: String, _ compliant: Bool) async throws {
-        try await write(Collection.merchants, id: clientId, CheckoutMerchant(clientId: clientId, pciCompliant: compliant))
+        try await write(
+            Collection.merchants, id: clientId, CheckoutMerchant(clientId: clientId, pciCompliant: compliant))
         logger.notice("checkout PCI flag changed", ["clientId": .string(clientId), "pciCompliant": .bool(compliant)])
     }
 
@@ -156,13 +157,15 @@ public struct CheckoutService: Sendable {
                 .callbackNotRegistered, "The callbackUrl is not registered for this checkoutId",
                 fieldErrors: [
                     CheckoutFieldError(
-                        field: "callbackUrl", message: "callbackUrl does not start with a URL registered for this checkoutId")
+                        field: "callbackUrl",
+                        message: "callbackUrl does not start with a URL registered for this checkoutId")
                 ])
         }
         let refused = request.allowedCardTypes.subtracting(registration.allowedCardTypes)
         guard refused.isEmpty else {
             let names = refused.map(\.rawValue).sorted().joined(separator: ", ")
-            throw CheckoutError.invalid("allowedCardTypes", "allowedCardTypes names types this checkoutId does not accept: \(names)")
+            throw CheckoutError.invalid(
+                "allowedCardTypes", "allowedCardTypes names types this checkoutId does not accept: \(names)")
         }
         var savedCards: [CheckoutSavedCard] = []
         let pairingId = queryItems.first { $0.0 == "pairingId" }?.1
@@ -186,7 +189,9 @@ public struct CheckoutService: Sendable {
             createdAt: nowSeconds, savedCards: savedCards, pairingTransactionId: nil, payment: nil, problem: nil,
             express: false)
         try await store.commit([
-            .put(collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session), condition: .absent),
+            .put(
+                collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session),
+                condition: .absent),
             .put(
                 collection: Collection.transactions, id: Self.scoped(session.clientId, session.transactionId),
                 value: Array(session.sessionId.utf8), condition: .absent),
@@ -202,7 +207,8 @@ public struct CheckoutService: Sendable {
 
     /// The session behind a page URL, expired first if its time is up; nil when unknown.
     public func session(id: String) async throws -> CheckoutSession? {
-        guard CheckoutIdentifiers.isSecret(id), let (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
+        guard CheckoutIdentifiers.isSecret(id),
+            let (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
         else { return nil }
         var updated = session
         if case .transitioned = try? updated.machine.handle(.expire(now: clock.now)) {
@@ -248,7 +254,8 @@ public struct CheckoutService: Sendable {
                     switch refusal {
                     case .invalidNumber: errors.add("cardNumber", "the card number is not valid")
                     case .invalidExpiry: errors.add("expiry", "the expiry date is not valid or the card has expired")
-                    case .invalidSecurityCode: errors.add("securityCode", "the security code is not valid for this card")
+                    case .invalidSecurityCode:
+                        errors.add("securityCode", "the security code is not valid for this card")
                     case .rateLimited: errors.add("cardNumber", "too many attempts; wait a minute and try again")
                     }
                 }
@@ -275,7 +282,8 @@ public struct CheckoutService: Sendable {
                 actions = try apply(.authenticated(result, at: clock.now), to: &session)
                 try await carryOut(actions, session: &session, authenticationId: authenticationId)
             case .challenge(let authenticationId, let redirectURL, _):
-                actions = try apply(.authenticationStarted(authenticationId: authenticationId, at: clock.now), to: &session)
+                actions = try apply(
+                    .authenticationStarted(authenticationId: authenticationId, at: clock.now), to: &session)
                 try await write(Collection.sessions, id: sessionId, session, condition: .version(version))
                 return actions.contains(.presentChallenge) ? .redirect(redirectURL) : step(for: session)
             }
@@ -296,7 +304,8 @@ public struct CheckoutService: Sendable {
         guard case .awaitingAuthentication(_, let authenticationId, _) = session.machine.state else {
             return step(for: session)
         }
-        guard let result = try await authenticator.outcome(clientId: session.clientId, authenticationId: authenticationId)
+        guard
+            let result = try await authenticator.outcome(clientId: session.clientId, authenticationId: authenticationId)
         else { return .waiting(session) }
         let actions = try apply(.authenticated(result, at: clock.now), to: &session)
         try await carryOut(actions, session: &session, authenticationId: authenticationId)
@@ -402,7 +411,8 @@ public struct CheckoutService: Sendable {
             clientId: session.clientId, cardId: card.cardId, bin: card.bin, length: card.alias.utf8.count,
             cardLastFour: card.lastFour)
         let eci = MasterpassECI.value(for: type, status: authentication?.status)
-        let unpredictable = session.request.unpredictableNumber ?? MasterpassCryptograms.unpredictableNumber(random: random)
+        let unpredictable =
+            session.request.unpredictableNumber ?? MasterpassCryptograms.unpredictableNumber(random: random)
         let expiresAt = nowSeconds + Int64(session.request.validityPeriodMinutes) * 60
         let cryptoType = session.request.cryptoType(for: type)
         let fields = MasterpassCryptogramFields(
@@ -412,7 +422,8 @@ public struct CheckoutService: Sendable {
         if let authentication, let authenticationId {
             options = MasterpassAuthenticationOptions(
                 authenticateMethod: "3DS", cardEnrollmentMethod: "Manual",
-                cAvv: cryptograms.authenticationValue(transactionId: session.transactionId, authenticationId: authenticationId),
+                cAvv: cryptograms.authenticationValue(
+                    transactionId: session.transactionId, authenticationId: authenticationId),
                 eciFlag: eci, paResStatus: authentication.status.rawValue, scEnrollmentStatus: "Y",
                 signatureVerification: "Y", xid: authenticationId)
         } else {
@@ -432,7 +443,8 @@ public struct CheckoutService: Sendable {
                 cryptogram: MasterpassCryptogramData(
                     cryptoValue: cryptograms.cryptogram(for: fields), cryptoType: cryptoType.rawValue, eci: eci,
                     unpredictableNumber: unpredictable, expiresAt: expiresAt),
-                paymentAccountReference: cryptograms.paymentAccountReference(clientId: session.clientId, cardId: card.cardId),
+                paymentAccountReference: cryptograms.paymentAccountReference(
+                    clientId: session.clientId, cardId: card.cardId),
                 fPanSuffix: card.lastFour, tokenRequestorId: "50123456789"),
             pairingId: pairingId, transactionId: session.transactionId)
         return CheckoutIssuedPayment(data: data, cardId: card.cardId, expiresAt: expiresAt, postback: nil)
@@ -440,7 +452,10 @@ public struct CheckoutService: Sendable {
 
     /// Checks the non-card fields of the form; returns what it could read.
     func validateDetails(_ form: CheckoutForm, session: CheckoutSession, errors: inout CheckoutFieldErrors)
-        -> (holder: String, billing: MasterpassAddress?, shipping: MasterpassAddress?, personalInfo: MasterpassPersonalInfo?)
+        -> (
+            holder: String, billing: MasterpassAddress?, shipping: MasterpassAddress?,
+            personalInfo: MasterpassPersonalInfo?
+        )
     {
         let holder = (form.cardHolderName ?? "").trimmingCharacters(in: .whitespaces)
         if form.savedCardId == nil || form.savedCardId == "" {
@@ -450,7 +465,8 @@ public struct CheckoutService: Sendable {
                 errors.add("cardHolderName", "the cardholder name must be at most 100 characters")
             }
         }
-        let billing = form.billing.isEmpty ? nil : address(form.billing, prefix: "billing", session: nil, errors: &errors)
+        let billing =
+            form.billing.isEmpty ? nil : address(form.billing, prefix: "billing", session: nil, errors: &errors)
         var shipping: MasterpassAddress?
         if !session.request.suppressShippingAddress {
             if form.shippingSameAsBilling, let billing {
@@ -465,7 +481,9 @@ public struct CheckoutService: Sendable {
         var info: MasterpassPersonalInfo?
         let email = (form.email ?? "").trimmingCharacters(in: .whitespaces)
         let phone = (form.phone ?? "").trimmingCharacters(in: .whitespaces)
-        if !email.isEmpty, !Self.isEmail(email) { errors.add("email", "enter an e-mail address such as name@example.com") }
+        if !email.isEmpty, !Self.isEmail(email) {
+            errors.add("email", "enter an e-mail address such as name@example.com")
+        }
         if !phone.isEmpty, !Self.isPhone(phone) { errors.add("phone", "enter a phone number of 6 to 20 digits") }
         if !holder.isEmpty || !email.isEmpty || !phone.isEmpty {
             info = MasterpassPersonalInfo(
@@ -531,7 +549,9 @@ public struct CheckoutService: Sendable {
         if expiry.isEmpty {
             errors.add("expiry", "enter the expiry date (MM/YY)")
         } else if let parsed = try? CardExpiry(parsing: expiry) {
-            if !parsed.isValid(at: clock.now) { errors.add("expiry", "the card has expired or the date is too far ahead") }
+            if !parsed.isValid(at: clock.now) {
+                errors.add("expiry", "the card has expired or the date is too far ahead")
+            }
         } else {
             errors.add("expiry", "enter the expiry date as MM/YY")
         }
@@ -539,7 +559,9 @@ public struct CheckoutService: Sendable {
         if session.request.cvc2Support {
             if code.isEmpty {
                 errors.add("securityCode", "enter the security code")
-            } else if let brand = BrandCatalog.standard.brand(forDigits: digits), !SecurityCode.isValid(code, for: brand) {
+            } else if let brand = BrandCatalog.standard.brand(forDigits: digits),
+                !SecurityCode.isValid(code, for: brand)
+            {
                 errors.add("securityCode", "the security code must be \(brand.securityCode.size) digits")
             }
         }
@@ -550,7 +572,8 @@ public struct CheckoutService: Sendable {
     }
 
     func loadSession(_ id: String) async throws -> (CheckoutSession, UInt64)? {
-        guard CheckoutIdentifiers.isSecret(id), var (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
+        guard CheckoutIdentifiers.isSecret(id),
+            var (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
         else { return nil }
         if case .transitioned = try? session.machine.handle(.expire(now: clock.now)) {
             try await write(Collection.sessions, id: id, session, condition: .version(version))
@@ -591,13 +614,15 @@ public struct CheckoutService: Sendable {
     }
 
     static func isPlainText(_ text: String, maximum: Int) -> Bool {
-        text.count <= maximum && !text.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7F && $0.value < 0xA0) }
+        text.count <= maximum
+            && !text.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7F && $0.value < 0xA0) }
     }
 
     static func isEmail(_ text: String) -> Bool {
         let parts = text.split(separator: "@", omittingEmptySubsequences: false)
         return text.utf8.count <= 254 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
-            && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !text.contains(" ") && isPlainText(text, maximum: 254)
+            && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !text.contains(" ")
+            && isPlainText(text, maximum: 254)
     }
 
     static func isPhone(_ text: String) -> Bool {

@@ -25,10 +25,12 @@ public struct CheckoutSubmission: Sendable, Hashable, Codable {
 
 /// The life of one hosted checkout, as a pure value that returns the actions its caller must carry out.
 ///
-///     created ──submit──► cardSubmitted ──authenticationSkipped (suppress3DS)──────────► completed
-///        ▲                    │──authenticationStarted(challenge)──► awaitingAuthentication
-///        │                    └──authenticated(Y/A)──► completed          │──authenticated(Y/A)──► completed
-///        └──authenticated(N/U/R): shown as an error; the 3rd time ──► cancelled ◄──┘
+///     created ──submit──► cardSubmitted ──authenticationSkipped (suppress3DS)──► completed
+///                          cardSubmitted ──authenticated(Y/A)──► completed
+///                          cardSubmitted ──authenticationStarted──► awaitingAuthentication
+///                          awaitingAuthentication ──authenticated(Y/A)──► completed
+///     cardSubmitted / awaitingAuthentication ──authenticated(N/U/R)──► created (shown as an error);
+///                                                 the third failure ──► cancelled
 ///     created / cardSubmitted / awaitingAuthentication ──cancel──► cancelled
 ///     any non-final state at or after `expiresAt` ──► expired
 ///

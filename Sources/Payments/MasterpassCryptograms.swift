@@ -108,7 +108,9 @@ public struct MasterpassCryptograms: Sendable {
         for part in parts {
             let bytes = Array(part.utf8)
             let length = UInt32(bytes.count)
-            message += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            message += [
+                UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+            ]
             message += bytes
         }
         return HMACSHA256.authenticationCode(for: message, using: key)

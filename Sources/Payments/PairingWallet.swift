@@ -9,7 +9,8 @@ public struct CheckoutSavedCard: Sendable, Hashable, Codable {
 
     public var cardId: String { card.cardId }
 
-    public init(card: VaultedCheckoutCard, cardHolderName: String, billingAddress: MasterpassAddress?, isDefault: Bool) {
+    public init(card: VaultedCheckoutCard, cardHolderName: String, billingAddress: MasterpassAddress?, isDefault: Bool)
+    {
         self.card = card
         self.cardHolderName = cardHolderName
         self.billingAddress = billingAddress

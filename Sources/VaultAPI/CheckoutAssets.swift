@@ -11,7 +11,9 @@ enum CheckoutAssets {
             "[\"\(range.brand.id)\",\(range.low),\(range.high),\(range.digits)]"
         }
         let names = CardBrand.allCases.map { "\"\($0.id)\":" + CheckoutHTML.jsonString($0.displayName) }
-        let groups = CardBrand.allCases.map { "\"\($0.id)\":[" + digitGroups($0).map(String.init).joined(separator: ",") + "]" }
+        let groups = CardBrand.allCases.map {
+            "\"\($0.id)\":[" + digitGroups($0).map(String.init).joined(separator: ",") + "]"
+        }
         let cvc = CardBrand.allCases.map { "\"\($0.id)\":\($0.securityCode.size)" }
         let lengths = CardBrand.allCases.map { brand in
             "\"\(brand.id)\":[" + brand.lengths.map(String.init).joined(separator: ",") + "]"
@@ -93,7 +95,8 @@ enum CheckoutAssets {
               }
               // The server's verdict stands until the shopper edits the number.
               if (!initial) {
-                if (refused) { number.setAttribute("aria-invalid", "true"); } else { number.removeAttribute("aria-invalid"); }
+                if (refused) { number.setAttribute("aria-invalid", "true"); }
+                else { number.removeAttribute("aria-invalid"); }
               }
             };
             number.addEventListener("input", function () { update(false); });
@@ -178,9 +181,11 @@ enum CheckoutAssets {
         .summary h2 { font-size: 1rem; margin: 0 0 .25rem; color: var(--error); }
         .summary a { color: var(--error); }
         .brand-badge { min-height: 1.5em; color: var(--muted); font-size: .875rem; margin: .25rem 0 0; }
-        button { font: inherit; font-weight: 700; border-radius: 6px; padding: .75rem 1rem; width: 100%; cursor: pointer; }
+        button { font: inherit; font-weight: 700; border-radius: 6px; padding: .75rem 1rem; width: 100%;
+          cursor: pointer; }
         button.pay { background: var(--accent); color: var(--accent-ink); border: 0; margin-top: .5rem; }
-        button.cancel { background: transparent; color: var(--accent); border: 1px solid var(--accent); margin-top: .75rem; }
+        button.cancel { background: transparent; color: var(--accent); border: 1px solid var(--accent);
+          margin-top: .75rem; }
         :focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
         footer { color: var(--muted); font-size: .8125rem; text-align: center; margin-top: 1rem; }
         .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);

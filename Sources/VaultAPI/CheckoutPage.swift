@@ -29,14 +29,16 @@ enum CheckoutPage {
     ) -> String {
         let request = session.request
         let text = CheckoutStrings(request.locale)
-        let errors = Dictionary(fieldErrors.map { ($0.field, text.message($0.message)) }, uniquingKeysWith: { a, _ in a })
+        let errors = Dictionary(
+            fieldErrors.map { ($0.field, text.message($0.message)) }, uniquingKeysWith: { a, _ in a })
         let amount = text.amount(request.amount.decimalString, currency: request.currency.code)
         let brands = MasterpassCardType.allCases.filter(request.allowedCardTypes.contains).map(\.brand)
         let base = "/srci/" + session.sessionId
         var html = head(title: text[.pageTitle] + " \u{2013} " + session.merchantName, locale: request.locale)
         html += "<main><div class=\"sheet\">"
         html += "<header class=\"merchant\"><h1>\(e(session.merchantName))</h1>"
-        html += "<p class=\"amount\"><span class=\"visually-hidden\">\(e(text[.total])) </span>\(e(amount))</p></header>"
+        html +=
+            "<p class=\"amount\"><span class=\"visually-hidden\">\(e(text[.total])) </span>\(e(amount))</p></header>"
         html += "<p id=\"accepted-label\" class=\"hint\">\(e(text[.acceptedCards]))</p>"
         html += "<ul class=\"brands\" aria-labelledby=\"accepted-label\">"
         for brand in brands {
@@ -61,11 +63,14 @@ enum CheckoutPage {
                 let checked = values.savedCardId.isEmpty ? index == 0 : values.savedCardId == saved.cardId
                 let label =
                     saved.card.brand.displayName + " " + text[.cardEnding] + " " + saved.card.lastFour + ", "
-                    + text[.expires] + " " + twoDigits(saved.card.expiryMonth) + "/" + twoDigits(saved.card.expiryYear % 100)
+                    + text[.expires] + " " + twoDigits(saved.card.expiryMonth) + "/"
+                    + twoDigits(saved.card.expiryYear % 100)
                 html += "<label class=\"check\"><input type=\"radio\" name=\"savedCardId\" value=\"\(e(saved.cardId))\""
                 html += (checked ? " checked" : "") + "> \(e(label))</label>"
             }
-            html += "<label class=\"check\"><input type=\"radio\" name=\"savedCardId\" value=\"\"> \(e(text[.useNewCard]))</label>"
+            html +=
+                "<label class=\"check\"><input type=\"radio\" name=\"savedCardId\" value=\"\"> "
+                + "\(e(text[.useNewCard]))</label>"
             html += errorLine("savedCardId", errors)
             html += "</fieldset>"
         }
@@ -114,10 +119,12 @@ enum CheckoutPage {
         html += "</fieldset>"
         if request.userId != nil {
             html += "<label class=\"check\"><input type=\"checkbox\" id=\"pairingConsent\" name=\"pairingConsent\" "
-            html += "value=\"true\"" + (values.pairingConsent ? " checked" : "") + "> \(e(text[.pairingConsent]))</label>"
+            html +=
+                "value=\"true\"" + (values.pairingConsent ? " checked" : "") + "> \(e(text[.pairingConsent]))</label>"
         }
         for field in deviceFields {
-            html += "<input type=\"hidden\" name=\"\(e(field))\" value=\"\(field == "javascriptEnabled" ? "false" : "")\">"
+            html +=
+                "<input type=\"hidden\" name=\"\(e(field))\" value=\"\(field == "javascriptEnabled" ? "false" : "")\">"
         }
         html += "<button type=\"submit\" class=\"pay\">\(e(text[.pay] + " " + amount))</button>"
         html += "</form>"

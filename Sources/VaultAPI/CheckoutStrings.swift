@@ -26,7 +26,8 @@ struct CheckoutStrings: Sendable {
         guard locale == .frFR else { return message }
         if let exact = Self.frenchMessages[message] { return exact }
         if message.hasSuffix(" cards are not accepted here") {
-            return "Les cartes " + message.dropLast(" cards are not accepted here".count) + " ne sont pas acceptées ici"
+            let brand = message.dropLast(" cards are not accepted here".count)
+            return "Les cartes " + brand + " ne sont pas acceptées ici"
         }
         if message.hasPrefix("the security code must be "), message.hasSuffix(" digits") {
             let digits = message.dropFirst("the security code must be ".count).dropLast(" digits".count)
@@ -114,8 +115,10 @@ struct CheckoutStrings: Sendable {
         .securedBy: "Sécurisé par CardVault. Votre numéro de carte n'est jamais transmis au marchand.",
         .optional: "facultatif", .errorTitle: "Ce paiement ne peut pas être ouvert",
         .errorIntro: "Le marchand a envoyé une demande que CardVault ne peut pas accepter :",
-        .expiredTitle: "Ce paiement a expiré", .expiredText: "Revenez sur le site du marchand et recommencez le paiement.",
-        .waitingTitle: "Vérification en cours", .waitingText: "Terminez la vérification avec votre banque, puis continuez.",
+        .expiredTitle: "Ce paiement a expiré",
+        .expiredText: "Revenez sur le site du marchand et recommencez le paiement.",
+        .waitingTitle: "Vérification en cours",
+        .waitingText: "Terminez la vérification avec votre banque, puis continuez.",
         .continueLabel: "Continuer", .brandUnknown: "Type de carte pas encore reconnu",
         .brandRefused: "Ce type de carte n'est pas accepté ici", .cardEnding: "se terminant par", .expires: "expire",
         .notFoundTitle: "Paiement introuvable",
@@ -129,7 +132,8 @@ struct CheckoutStrings: Sendable {
         "enter the expiry date (MM/YY)": "saisissez la date d'expiration (MM/AA)",
         "enter the expiry date as MM/YY": "saisissez la date d'expiration au format MM/AA",
         "the card has expired or the date is too far ahead": "la carte a expiré ou la date est trop lointaine",
-        "the expiry date is not valid or the card has expired": "la date d'expiration n'est pas valide ou la carte a expiré",
+        "the expiry date is not valid or the card has expired":
+            "la date d'expiration n'est pas valide ou la carte a expiré",
         "enter the security code": "saisissez le code de sécurité",
         "the security code is not valid for this card": "le code de sécurité n'est pas valide pour cette carte",
         "enter the name printed on the card": "saisissez le nom inscrit sur la carte",

@@ -1,7 +1,7 @@
 import Payments
-import VaultStore
 import VaultCore
 import VaultCrypto
+import VaultStore
 
 /// Builds the Masterpass route group for the running daemon over the merchant API's services: the checkout
 /// service shares their store, clock, random source and logger, vaults cards through their tokenization path,
@@ -30,7 +30,8 @@ public enum MasterpassDaemon {
             authenticator: authenticator ?? CheckoutPayInAuthenticator(payIns: services.payIns, cards: services.cards))
     }
 
-    /// The route group for `serve`; parameters as ``checkoutService(services:configuration:authenticator:cryptogramKey:)``.
+    /// The route group for `serve`; parameters as
+    /// ``checkoutService(services:configuration:authenticator:cryptogramKey:)``.
     public static func routes(
         services: MerchantServices, configuration: CardVaultConfiguration,
         authenticator: (any CheckoutAuthenticator)? = nil, cryptogramKey: SymmetricKey? = nil

@@ -43,7 +43,8 @@ struct MasterpassErrorResponse: HTTPResponseError {
             ]
         } else {
             errors = error.fieldErrors.map {
-                Element(Source: $0.field, ReasonCode: reason, Description: $0.message, Recoverable: true, Details: $0.field)
+                Element(
+                    Source: $0.field, ReasonCode: reason, Description: $0.message, Recoverable: true, Details: $0.field)
             }
         }
     }
@@ -63,7 +64,8 @@ struct MasterpassErrorResponse: HTTPResponseError {
         MasterpassErrorResponse(
             status: 400,
             errors: [
-                Element(Source: "body", ReasonCode: "INVALID_REQUEST", Description: detail, Recoverable: true, Details: "")
+                Element(
+                    Source: "body", ReasonCode: "INVALID_REQUEST", Description: detail, Recoverable: true, Details: "")
             ])
     }
 

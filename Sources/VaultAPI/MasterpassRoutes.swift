@@ -102,7 +102,8 @@ struct CheckoutPageHandlers: Sendable {
         do {
             items = try request.query().pairs.map { ($0.name, $0.value) }
         } catch {
-            return html(CheckoutPage.error(CheckoutError.invalid("query", "the query string is malformed"), locale: .enUS), 400)
+            return html(
+                CheckoutPage.error(CheckoutError.invalid("query", "the query string is malformed"), locale: .enUS), 400)
         }
         let locale = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) } ?? .enUS
         do {
@@ -135,7 +136,8 @@ struct CheckoutPageHandlers: Sendable {
         do {
             fields = try request.formFields()
         } catch {
-            return html(CheckoutPage.error(CheckoutError.invalid("form", "the form data is malformed"), locale: .enUS), 400)
+            return html(
+                CheckoutPage.error(CheckoutError.invalid("form", "the form data is malformed"), locale: .enUS), 400)
         }
         let form = Self.form(fields)
         var device: [String: String] = [:]
@@ -270,10 +272,14 @@ struct MasterpassHandlers: Sendable {
             return error.makeResponse()
         } catch {
             request.logger.error("masterpass call failed", ["error": .string(String(describing: type(of: error)))])
-            return MasterpassErrorResponse(status: 500, errors: [
-                .init(Source: "CardVault", ReasonCode: "SYSTEM_ERROR", Description: "Unexpected error; retry later",
-                      Recoverable: true, Details: request.requestID)
-            ]).makeResponse()
+            return MasterpassErrorResponse(
+                status: 500,
+                errors: [
+                    .init(
+                        Source: "CardVault", ReasonCode: "SYSTEM_ERROR", Description: "Unexpected error; retry later",
+                        Recoverable: true, Details: request.requestID)
+                ]
+            ).makeResponse()
         }
     }
 
@@ -350,7 +356,9 @@ struct MasterpassHandlers: Sendable {
     }
 
     func registrations(_ request: Request, clientId: String) async throws -> Response {
-        try json(["checkouts": try await checkout.registrations(clientId: clientId).map(MasterpassRegistrationView.init)])
+        try json([
+            "checkouts": try await checkout.registrations(clientId: clientId).map(MasterpassRegistrationView.init)
+        ])
     }
 
     func unregister(_ request: Request, clientId: String) async throws -> Response {

@@ -2,7 +2,7 @@ import Foundation
 import VaultStore
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `cardvault checkout add|list|remove`: a merchant's checkout ids, through the running daemon's API.
@@ -41,7 +41,8 @@ enum CheckoutCommand: Command {
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("checkout needs add, list, remove or pci") }
         if action == "pci" { return try pci(&arguments) }
-        let url = try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
+        let url =
+            try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
             ?? "http://127.0.0.1:8080"
         guard let clientId = try arguments.option("--client-id"), !clientId.isEmpty else {
             throw UsageError("--client-id is required")
@@ -108,8 +109,11 @@ enum CheckoutCommand: Command {
         guard on != off else { throw UsageError("pci needs exactly one of --on and --off") }
         let access = try StoreAccess.parse(&arguments)
         try arguments.finish()
-        let result = try access.call("checkout.pci", arguments: ["clientId": .string(clientId), "compliant": .bool(on)])
-        print(#"{"clientId": "\#(clientId)", "pciCompliant": \#(result["pciCompliant"].map { $0 == .bool(true) } ?? on)}"#)
+        let result = try access.call(
+            "checkout.pci", arguments: ["clientId": .string(clientId), "compliant": .bool(on)])
+        print(
+            #"{"clientId": "\#(clientId)", "pciCompliant": \#(result["pciCompliant"].map { $0 == .bool(true) } ?? on)}"#
+        )
         return 0
     }
 
@@ -157,7 +161,8 @@ struct DaemonClient {
                 box.set(Reply(status: 401, body: Data()))
             } else {
                 box.set(
-                    error == nil ? Reply(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data ?? Data()) : nil)
+                    error == nil
+                        ? Reply(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data ?? Data()) : nil)
             }
             done.signal()
         }.resume()

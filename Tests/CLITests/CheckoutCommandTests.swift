@@ -67,7 +67,10 @@ import Testing
         #expect(list.status == 0)
         #expect(list.stdout.contains("a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"))
         let remove = try CLIProcess.run(
-            ["checkout", "remove", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "--client-id", daemon.clientId, "--url", daemon.url],
+            [
+                "checkout", "remove", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6", "--client-id", daemon.clientId, "--url",
+                daemon.url,
+            ],
             environment: environment)
         #expect(remove.status == 0)
         let after = try CLIProcess.run(
@@ -75,10 +78,14 @@ import Testing
         #expect(!after.stdout.contains("a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"))
 
         // The PCI flag is the operator's, over the daemon's admin socket.
-        let pci = try CLIProcess.run(["checkout", "pci", "--client-id", daemon.clientId, "--on", "--data-dir", daemon.dataDirectory])
+        let pci = try CLIProcess.run([
+            "checkout", "pci", "--client-id", daemon.clientId, "--on", "--data-dir", daemon.dataDirectory,
+        ])
         #expect(pci.status == 0, "\(pci.stderr)")
         #expect(pci.stdout.contains(#""pciCompliant": true"#))
-        let nobody = try CLIProcess.run(["checkout", "pci", "--client-id", "nobody", "--off", "--data-dir", daemon.dataDirectory])
+        let nobody = try CLIProcess.run([
+            "checkout", "pci", "--client-id", "nobody", "--off", "--data-dir", daemon.dataDirectory,
+        ])
         #expect(nobody.status == 1)
         #expect(nobody.stderr.contains("no client nobody"))
     }
@@ -90,11 +97,14 @@ final class LiveDaemon {
     var url = ""
     var clientId = ""
     var apiKey = ""
-    let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-checkout-\(UUID().uuidString)").path
+    let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "cardvault-checkout-\(UUID().uuidString)"
+    ).path
 
     init() throws {
         process.executableURL = CLIProcess.binary
-        let config = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-\(UUID().uuidString).json")
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-\(UUID().uuidString).json")
         try Data(#"{"listen": "127.0.0.1:0"}"#.utf8).write(to: config)
         process.arguments = ["serve", "--config", config.path]
         var environment = ProcessInfo.processInfo.environment

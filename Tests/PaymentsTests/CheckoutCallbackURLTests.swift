@@ -43,7 +43,9 @@ import Testing
     @Test func allowsPlainHTTPOnlyForLoopback() throws {
         #expect(try CheckoutCallbackURL(parsing: "http://127.0.0.1:9000/cb").effectivePort == 9000)
         #expect(try CheckoutCallbackURL(parsing: "http://localhost/cb").effectivePort == 80)
-        #expect(throws: CheckoutURLProblem.self) { try CheckoutCallbackURL(parsing: "http://127.0.0.1.evil.example/cb") }
+        #expect(throws: CheckoutURLProblem.self) {
+            try CheckoutCallbackURL(parsing: "http://127.0.0.1.evil.example/cb")
+        }
     }
 
     @Test func prefixesMayNotCarryAQuery() {

@@ -67,7 +67,8 @@ final class CheckoutTestAuthenticator: CheckoutAuthenticator {
         case .frictionless:
             return .decided(
                 authenticationId: id,
-                CheckoutAuthenticationOutcome(status: .authenticated, challenged: false, resultCode: "000000", resultMessage: "Success"))
+                CheckoutAuthenticationOutcome(
+                    status: .authenticated, challenged: false, resultCode: "000000", resultMessage: "Success"))
         case .decline:
             return .decided(
                 authenticationId: id,
@@ -136,7 +137,8 @@ struct CheckoutFixture {
 
     static func form(number: String = mastercard, shipping: Bool = true, consent: Bool = false) -> CheckoutForm {
         CheckoutForm(
-            cardNumber: Redacted(number), expiry: "12/29", securityCode: Redacted("123"), cardHolderName: "Ada Lovelace",
+            cardNumber: Redacted(number), expiry: "12/29", securityCode: Redacted("123"),
+            cardHolderName: "Ada Lovelace",
             billing: CheckoutAddressForm(line1: "1 Main St", city: "Springfield", postalCode: "12345", country: "US"),
             shipping: shipping
                 ? CheckoutAddressForm(line1: "2 Side St", city: "Shelbyville", postalCode: "54321", country: "US")

@@ -26,7 +26,8 @@ import VaultStore
         let f = Fixture()
         await #expect {
             _ = try await f.service.register(
-                clientId: "shop", checkoutId: "bad id", callbackPrefixes: ["javascript:alert(1)", "https://ok.example/"],
+                clientId: "shop", checkoutId: "bad id",
+                callbackPrefixes: ["javascript:alert(1)", "https://ok.example/"],
                 allowedCardTypes: ["master", "nope"], merchantName: String(repeating: "x", count: 101))
         } throws: { error in
             Set((error as? CheckoutError)?.fieldErrors.map(\.field) ?? [])
@@ -105,7 +106,8 @@ import VaultStore
         #expect(data.tokenization.cryptogram.expiresAt == Int64(f.clock.now.timeIntervalSince1970) + 30 * 60)
         let fields = MasterpassCryptogramFields(
             transactionId: session.transactionId, accountNumber: data.card.accountNumber,
-            amount: Money(minorUnits: 1122, currency: .usd), unpredictableNumber: "q83vEg==", cryptoType: .icc, eci: "02",
+            amount: Money(minorUnits: 1122, currency: .usd), unpredictableNumber: "q83vEg==", cryptoType: .icc,
+            eci: "02",
             expiresAt: data.tokenization.cryptogram.expiresAt)
         #expect(MasterpassCryptograms(key: f.key).isValid(data.tokenization.cryptogram.cryptoValue, for: fields))
         // The PAN appears nowhere in the stored records.
@@ -153,11 +155,13 @@ import VaultStore
         }
         await #expect(throws: CheckoutError(.authorizationFailed, "")) {
             _ = try await f.service.paymentData(
-                clientId: "rival", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1")
+                clientId: "rival", transactionId: session.transactionId, checkoutId: Fixture.checkoutId,
+                cartId: "cart-1")
         }
         await #expect(throws: CheckoutError(.invalidRequest, "")) {
             _ = try await f.service.paymentData(
-                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-2")
+                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-2"
+            )
         }
         await #expect(throws: CheckoutError(.invalidRequest, "")) {
             _ = try await f.service.paymentData(clientId: "shop", transactionId: "bad/id", checkoutId: nil, cartId: nil)
@@ -167,11 +171,13 @@ import VaultStore
         f.clock.advance(by: 30 * 60)
         await #expect(throws: CheckoutError(.expired, "")) {
             _ = try await f.service.paymentData(
-                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1")
+                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1"
+            )
         }
         let accesses = try await f.service.paymentDataAccesses(clientId: "shop", transactionId: session.transactionId)
         #expect(accesses.map(\.outcome) == [.refusedCartMismatch, .servedToken, .refusedExpired])
-        #expect(try await f.service.paymentDataAccesses(clientId: "rival", transactionId: session.transactionId).isEmpty)
+        #expect(
+            try await f.service.paymentDataAccesses(clientId: "rival", transactionId: session.transactionId).isEmpty)
     }
 
     @Test func paymentDataBeforeCompletionIsRefused() async throws {
@@ -180,7 +186,8 @@ import VaultStore
         let session = try await f.service.open(queryItems: Fixture.query())
         await #expect(throws: CheckoutError(.invalidState, "")) {
             _ = try await f.service.paymentData(
-                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1")
+                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1"
+            )
         }
     }
 
@@ -250,7 +257,9 @@ import VaultStore
         f.authenticator.plan(.challenge)
         let (session, step) = try await f.checkout()
         #expect(redirectURL(step) == "https://acs.test/challenge/auth1")
-        #expect(f.authenticator.started.withLock { $0[0].returnURL } == "https://vault.test/srci/\(session.sessionId)/return")
+        #expect(
+            f.authenticator.started.withLock { $0[0].returnURL }
+                == "https://vault.test/srci/\(session.sessionId)/return")
         guard case .waiting = try await f.service.resume(sessionId: session.sessionId) else {
             Issue.record("expected to wait")
             return
@@ -276,7 +285,8 @@ import VaultStore
         #expect(again.problem == .authenticationFailed)
         await #expect(throws: CheckoutError(.invalidState, "")) {
             _ = try await f.service.paymentData(
-                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1")
+                clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1"
+            )
         }
     }
 
@@ -290,7 +300,8 @@ import VaultStore
         #expect(items["mpstatus"] == "cancel")
         #expect(items["oauth_token"] == session.transactionId)
         // Submitting after cancelling only repeats the cancel redirect.
-        #expect(try await f.service.submit(sessionId: session.sessionId, form: Fixture.form(), signals: .init()) == step)
+        #expect(
+            try await f.service.submit(sessionId: session.sessionId, form: Fixture.form(), signals: .init()) == step)
     }
 
     @Test func sessionsExpire() async throws {
@@ -298,7 +309,9 @@ import VaultStore
         try await f.registerBoth()
         let session = try await f.service.open(queryItems: Fixture.query())
         f.clock.advance(by: 1800)
-        guard case .expired = try await f.service.submit(sessionId: session.sessionId, form: Fixture.form(), signals: .init())
+        guard
+            case .expired = try await f.service.submit(
+                sessionId: session.sessionId, form: Fixture.form(), signals: .init())
         else {
             Issue.record("expected expiry")
             return
@@ -424,7 +437,8 @@ import VaultStore
         let (_, step) = try await f.checkout(["userId": "shopper-1"], form: Fixture.form(consent: true))
         let callback = try #require(redirectURL(step))
         let verifier = try #require(queryItems(of: callback)["pairing_verifier"])
-        let pairingId = try await f.service.pairingId(clientId: "shop", pairingTransactionId: verifier, userId: "shopper-1")
+        let pairingId = try await f.service.pairingId(
+            clientId: "shop", pairingTransactionId: verifier, userId: "shopper-1")
         let withoutProof = try await f.service.open(queryItems: Fixture.query(["userId": "shopper-1", "cartId": "c2"]))
         #expect(withoutProof.savedCards.isEmpty)
         var items = Fixture.query(["userId": "shopper-1", "cartId": "c3"])
@@ -435,7 +449,8 @@ import VaultStore
             sessionId: withProof.sessionId,
             form: CheckoutForm(
                 savedCardId: withProof.savedCards[0].cardId,
-                shipping: CheckoutAddressForm(line1: "2 Side St", city: "Shelbyville", postalCode: "54321", country: "US")),
+                shipping: CheckoutAddressForm(
+                    line1: "2 Side St", city: "Shelbyville", postalCode: "54321", country: "US")),
             signals: .init())
         let paidURL = try #require(redirectURL(paid))
         #expect(queryItems(of: paidURL)["mpstatus"] == "success")

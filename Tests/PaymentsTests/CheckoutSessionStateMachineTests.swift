@@ -24,7 +24,8 @@ import Testing
 
     @Test func frictionlessPathCompletesAndIssuesPaymentData() throws {
         var m = machine()
-        #expect(try m.handle(.submit(Self.submission, at: Self.start)) == .transitioned([.persist, .startAuthentication]))
+        #expect(
+            try m.handle(.submit(Self.submission, at: Self.start)) == .transitioned([.persist, .startAuthentication]))
         #expect(
             try m.handle(.authenticated(Self.passed, at: Self.start))
                 == .transitioned([.persist, .issuePaymentData, .redirectSuccess]))
@@ -75,7 +76,8 @@ import Testing
             #expect(m.state == .created(failedAttempts: attempt))
         }
         _ = try m.handle(.submit(Self.submission, at: Self.start))
-        #expect(try m.handle(.authenticated(Self.failed, at: Self.start)) == .transitioned([.persist, .redirectCancel]))
+        #expect(
+            try m.handle(.authenticated(Self.failed, at: Self.start)) == .transitioned([.persist, .redirectCancel]))
         #expect(m.state == .cancelled)
     }
 
@@ -96,7 +98,8 @@ import Testing
         var m = machine()
         _ = try m.handle(.submit(Self.submission, at: Self.start))
         _ = try m.handle(.authenticationStarted(authenticationId: "a", at: Self.start))
-        #expect(try m.handle(.submit(Self.submission, at: Self.start)) == .transitioned([.persist, .startAuthentication]))
+        #expect(
+            try m.handle(.submit(Self.submission, at: Self.start)) == .transitioned([.persist, .startAuthentication]))
         #expect(m.state == .cardSubmitted(Self.submission, failedAttempts: 0))
     }
 

@@ -17,10 +17,16 @@ import VaultCrypto
             #expect(!token.hasSuffix(last4))
             #expect(BrandCatalog.standard.brand(forDigits: token) == BrandCatalog.standard.brand(forDigits: bin))
             #expect(
-                token == cryptograms.networkToken(clientId: "shop", cardId: "card1", bin: bin, length: length, cardLastFour: last4))
+                token
+                    == cryptograms.networkToken(
+                        clientId: "shop", cardId: "card1", bin: bin, length: length, cardLastFour: last4))
         }
-        let other = cryptograms.networkToken(clientId: "rival", cardId: "card1", bin: "555555", length: 16, cardLastFour: "4444")
-        #expect(other != cryptograms.networkToken(clientId: "shop", cardId: "card1", bin: "555555", length: 16, cardLastFour: "4444"))
+        let other = cryptograms.networkToken(
+            clientId: "rival", cardId: "card1", bin: "555555", length: 16, cardLastFour: "4444")
+        #expect(
+            other
+                != cryptograms.networkToken(
+                    clientId: "shop", cardId: "card1", bin: "555555", length: 16, cardLastFour: "4444"))
     }
 
     @Test func cryptogramsBindTheTransactionFields() {

@@ -97,7 +97,9 @@ import Testing
         let html = CheckoutPage.form(session: try Self.session(), fieldErrors: [])
         for field in CheckoutPage.deviceFields { #expect(html.contains(#"<input type="hidden" name="\#(field)""#)) }
         #expect(html.contains(#"name="javascriptEnabled" value="false""#))
-        #expect(html.contains(#"<form id="checkout-form" method="post" action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/submit""#))
+        #expect(
+            html.contains(
+                #"<form id="checkout-form" method="post" action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/submit""#))
         #expect(html.contains(#"action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/cancel""#))
     }
 

@@ -21,7 +21,8 @@ final class MasterpassTestAuthenticator: CheckoutAuthenticator {
         }
         return .decided(
             authenticationId: "auth-0",
-            CheckoutAuthenticationOutcome(status: .authenticated, challenged: false, resultCode: "000000", resultMessage: "Success"))
+            CheckoutAuthenticationOutcome(
+                status: .authenticated, challenged: false, resultCode: "000000", resultMessage: "Success"))
     }
 
     func outcome(clientId: String, authenticationId: String) async throws -> CheckoutAuthenticationOutcome? {
@@ -45,13 +46,15 @@ struct MasterpassHarness {
 
     static func make() async throws -> MasterpassHarness {
         let environment = PaymentsEnvironment(
-            store: InMemoryRecordStore(), clock: ManualClock(), fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
+            store: InMemoryRecordStore(), clock: ManualClock(),
+            fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
             configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:9999"))
         let services = MerchantServices(environment: environment)
         var harness = MasterpassHarness(services: services)
         for name in ["shop", "rival"] {
             let credentials = try await services.clients.create(name: name)
-            let client = try await services.clients.authenticate(clientId: credentials.clientId, apiKey: credentials.apiKey)
+            let client = try await services.clients.authenticate(
+                clientId: credentials.clientId, apiKey: credentials.apiKey)
             harness.tokens[name] = try await services.bearerTokens.issue(for: client).accessToken.unsafeRevealed
         }
         for (name, id, prefix) in [
@@ -59,7 +62,9 @@ struct MasterpassHarness {
         ] {
             let response = await harness.send(
                 "POST", "/masterpass/checkouts", as: name,
-                body: #"{"checkoutId":"\#(id)","callbackUrlPrefixes":["\#(prefix)"],"allowedCardTypes":["master","visa"],"merchantName":"\#(name)"}"#)
+                body:
+                    #"{"checkoutId":"\#(id)","callbackUrlPrefixes":["\#(prefix)"],"allowedCardTypes":["master","visa"],"merchantName":"\#(name)"}"#
+            )
             #expect(response.status == 201, "\(response.bodyText)")
         }
         return harness
@@ -94,9 +99,10 @@ struct MasterpassHarness {
             "channel": "mobile", "masterCryptoFormat": "UCAF,ICC", "callbackUrl": "https://shop.example/return",
         ]
         for (key, value) in overrides { fields[key] = value }
-        return "/srci/?" + fields.sorted { $0.key < $1.key }.map {
-            $0.key + "=" + CheckoutCallbackURL.percentEncoded($0.value)
-        }.joined(separator: "&")
+        return "/srci/?"
+            + fields.sorted { $0.key < $1.key }.map {
+                $0.key + "=" + CheckoutCallbackURL.percentEncoded($0.value)
+            }.joined(separator: "&")
     }
 
     static let cardForm =
@@ -161,7 +167,8 @@ extension Response {
             }.first)
         #expect(cardId == "shop")
 
-        let postback = #"{"transactionId":"\#(transactionId)","checkoutId":"\#(Harness.checkoutId)","currency":"USD","amount":11.22,"paymentSuccessful":true,"paymentCode":"123456","paymentDate":"2026-01-01T12:00:00Z"}"#
+        let postback =
+            #"{"transactionId":"\#(transactionId)","checkoutId":"\#(Harness.checkoutId)","currency":"USD","amount":11.22,"paymentSuccessful":true,"paymentCode":"123456","paymentDate":"2026-01-01T12:00:00Z"}"#
         #expect(await h.send("POST", "/masterpass/postback", as: "shop", body: postback).status == 204)
         let accesses = await h.send("GET", "/masterpass/paymentdata/\(transactionId)/accesses", as: "shop")
         #expect(accesses.bodyText.contains("servedToken"))
@@ -182,7 +189,8 @@ extension Response {
         #expect(borrowed.reasons.map(\.reason) == ["AUTHORIZATION_FAILED"])
         let anonymous = await h.send("GET", "/masterpass/paymentdata/\(transactionId)?checkoutId=x&cartId=y")
         #expect(anonymous.status == 401)
-        #expect(await h.send("GET", "/masterpass/paymentdata/\(transactionId)?checkoutId=x", as: "forged").status == 401)
+        #expect(
+            await h.send("GET", "/masterpass/paymentdata/\(transactionId)?checkoutId=x", as: "forged").status == 401)
     }
 
     @Test func backendCallsReportBadInputPerField() async throws {
@@ -190,21 +198,27 @@ extension Response {
         let missing = await h.send("GET", "/masterpass/paymentdata/tx%2Fbad", as: "shop")
         #expect(missing.status == 400)
         #expect(Set(missing.reasons.map(\.source)) == ["transactionId", "checkoutId", "cartId"])
-        let postback = await h.send("POST", "/masterpass/postback", as: "shop", body: #"{"amount":"abc","currency":"US"}"#)
+        let postback = await h.send(
+            "POST", "/masterpass/postback", as: "shop", body: #"{"amount":"abc","currency":"US"}"#)
         #expect(postback.status == 400)
         #expect(
-            Set(postback.reasons.map(\.source)) == ["transactionId", "checkoutId", "currency", "amount", "paymentSuccessful"])
+            Set(postback.reasons.map(\.source)) == [
+                "transactionId", "checkoutId", "currency", "amount", "paymentSuccessful",
+            ])
         #expect(await h.send("POST", "/masterpass/postback", as: "shop", body: "not json").status == 400)
         let wrongType = await h.send("POST", "/masterpass/postback", as: "shop", body: #"{"paymentSuccessful":"yes"}"#)
         #expect(wrongType.reasons.map(\.source) == ["paymentSuccessful"])
         let wrongCheckout = await h.send(
             "POST", "/masterpass/postback", as: "shop",
-            body: #"{"transactionId":"mptx1","checkoutId":"\#(Harness.rivalCheckoutId)","currency":"USD","amount":"1.00","paymentSuccessful":true}"#)
+            body:
+                #"{"transactionId":"mptx1","checkoutId":"\#(Harness.rivalCheckoutId)","currency":"USD","amount":"1.00","paymentSuccessful":true}"#
+        )
         #expect(wrongCheckout.status == 403)
         #expect(wrongCheckout.reasons.map(\.reason) == ["AUTHORIZATION_FAILED"])
         let pairing = await h.send("GET", "/masterpass/pairingid", as: "shop")
         #expect(Set(pairing.reasons.map(\.source)) == ["pairingTransactionId", "userId"])
-        let express = await h.send("POST", "/masterpass/expresscheckout", as: "shop", body: #"{"amount":"1.001","currency":"USD"}"#)
+        let express = await h.send(
+            "POST", "/masterpass/expresscheckout", as: "shop", body: #"{"amount":"1.001","currency":"USD"}"#)
         #expect(express.status == 400)
         #expect(express.reasons.map(\.source).contains("amount"))
         let registration = await h.send(
@@ -281,10 +295,12 @@ extension Response {
         #expect((before.jsonObject["card"] as? [String: Any])?["accountNumber"] as? String != "5555555555554444")
         let handlers = AdminHandlers()
         MerchantAdminCommands.register(h.services, in: handlers)
-        let answer = try await handlers.invoke("checkout.pci", arguments: ["clientId": .string("shop"), "compliant": .bool(true)])
+        let answer = try await handlers.invoke(
+            "checkout.pci", arguments: ["clientId": .string("shop"), "compliant": .bool(true)])
         #expect(answer["pciCompliant"] == .bool(true))
         await #expect(throws: AdminError.self) {
-            _ = try await handlers.invoke("checkout.pci", arguments: ["clientId": .string("nobody"), "compliant": .bool(true)])
+            _ = try await handlers.invoke(
+                "checkout.pci", arguments: ["clientId": .string("nobody"), "compliant": .bool(true)])
         }
         let after = await h.send("GET", path, as: "shop")
         #expect((after.jsonObject["card"] as? [String: Any])?["accountNumber"] as? String == "5555555555554444")
@@ -301,7 +317,8 @@ extension Response {
         #expect(await h.send("GET", "/srci/assets/click-to-pay.svg").bodyText.contains("Click to Pay"))
         let method = await h.send("GET", "/masterpass/paymentmethod")
         #expect(method.jsonObject["paymentMethodName"] as? String == "Click to Pay")
-        #expect(method.jsonObject["paymentMethodLogo"] as? String == "http://127.0.0.1:9999/srci/assets/click-to-pay.svg")
+        #expect(
+            method.jsonObject["paymentMethodLogo"] as? String == "http://127.0.0.1:9999/srci/assets/click-to-pay.svg")
     }
 
     @Test func pairingAndExpressCheckoutOverHTTP() async throws {
@@ -310,7 +327,8 @@ extension Response {
             ["userId": "shopper-1", "suppressShippingAddress": "false"],
             form: Harness.cardForm + "&shippingSameAsBilling=true&pairingConsent=true")
         let verifier = try #require(queryItems(callback)["pairing_verifier"])
-        let pairing = await h.send("GET", "/masterpass/pairingid?pairingTransactionId=\(verifier)&userId=shopper-1", as: "shop")
+        let pairing = await h.send(
+            "GET", "/masterpass/pairingid?pairingTransactionId=\(verifier)&userId=shopper-1", as: "shop")
         let pairingId = try #require(pairing.jsonObject["pairingId"] as? String)
         let pre = await h.send("GET", "/masterpass/precheckoutdata/\(pairingId)", as: "shop")
         let cards = try #require(pre.jsonObject["cards"] as? [[String: Any]])
@@ -320,7 +338,8 @@ extension Response {
         var current = try #require(pre.jsonObject["pairingId"] as? String)
         var seen: Set<String> = [pairingId, current]
         for _ in 0..<2 {
-            let body = #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":5,"currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
+            let body =
+                #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":5,"currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
             let express = await h.send("POST", "/masterpass/expresscheckout", as: "shop", body: body)
             #expect(express.status == 200, "\(express.bodyText)")
             current = try #require(express.jsonObject["pairingId"] as? String)
