@@ -24,7 +24,9 @@ run: deps-build release keys
 ## test: the same set-up, then every test (Swift unit, CLI and live tests)
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_STRICT)
-	$(SWIFT) test --skip-build
+	# One test at a time: on a 2-core machine, tests that wait on child processes or sockets would
+	# otherwise occupy the whole cooperative thread pool that the live-server tests' handlers need.
+	$(SWIFT) test --skip-build --no-parallel
 	$(MAKE) --no-print-directory test-sdk
 
 ## test-sdk: the official Mangopay Python SDK and the hosted checkout in headless Chromium (Tests/sdk, pytest in .venv) against a live daemon
