@@ -10,7 +10,7 @@ enum CheckoutAssets {
         let ranges = BrandCatalog.standardRanges.map { range in
             "[\"\(range.brand.id)\",\(range.low),\(range.high),\(range.digits)]"
         }
-        let names = CardBrand.allCases.map { "\"\($0.id)\":" + CheckoutHTML.jsonString($0.displayName) }
+        let names = CardBrand.allCases.map { "\"\($0.id)\":" + HTMLText.jsonString($0.displayName) }
         let groups = CardBrand.allCases.map {
             "\"\($0.id)\":[" + digitGroups($0).map(String.init).joined(separator: ",") + "]"
         }

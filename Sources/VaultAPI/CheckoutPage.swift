@@ -15,7 +15,7 @@ struct CheckoutFormValues: Sendable, Equatable {
 }
 
 /// The hosted checkout pages as pure functions from state to HTML. Every interpolated value is escaped with
-/// ``CheckoutHTML/escape(_:)``; nothing here sees a card number or security code.
+/// ``HTMLText/escape(_:)``; nothing here sees a card number or security code.
 enum CheckoutPage {
     /// The names of the hidden device-signal fields; the script fills them, the server reads them for profiling.
     static let deviceFields = [
@@ -245,13 +245,13 @@ enum CheckoutPage {
 
     /// The per-page data the script reads: allowed brand ids and a few texts, as JSON inside a data element.
     static func pageData(session: CheckoutSession, text: CheckoutStrings, brands: [CardBrand]) -> String {
-        let allowed = brands.map { CheckoutHTML.jsonString($0.id) }.joined(separator: ",")
+        let allowed = brands.map { HTMLText.jsonString($0.id) }.joined(separator: ",")
         return "<script type=\"application/json\" id=\"checkout-data\">{\"allowed\":[\(allowed)],\"text\":{"
-            + "\"brandUnknown\":\(CheckoutHTML.jsonString(text[.brandUnknown])),"
-            + "\"brandRefused\":\(CheckoutHTML.jsonString(text[.brandRefused]))}}</script>"
+            + "\"brandUnknown\":\(HTMLText.jsonString(text[.brandUnknown])),"
+            + "\"brandRefused\":\(HTMLText.jsonString(text[.brandRefused]))}}</script>"
     }
 
     static func twoDigits(_ value: Int) -> String { value < 10 ? "0" + String(value) : String(value) }
 
-    static func e(_ text: String) -> String { CheckoutHTML.escape(text) }
+    static func e(_ text: String) -> String { HTMLText.escape(text) }
 }

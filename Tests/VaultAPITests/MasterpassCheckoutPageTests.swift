@@ -164,6 +164,6 @@ import Testing
     }
 
     @Test func jsonStringsAreSafeInsideScripts() {
-        #expect(CheckoutHTML.jsonString("</script><!--\u{2028}\"\\") == #""\u003c/script\u003e\u003c!--\u2028\"\\""#)
+        #expect(HTMLText.jsonString("</script><!--\u{2028}\"\\") == #""\u003c/script\u003e\u003c!--\u2028\"\\""#)
     }
 }
