@@ -8,7 +8,7 @@ SWIFT_STRICT := -Xswiftc -warnings-as-errors
 
 # Debian packages, by what needs them.
 PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config
-PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv
+PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver
 PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-contrib
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
@@ -24,10 +24,12 @@ run: deps-build release keys
 ## test: the same set-up, then every test (Swift unit, CLI and live tests)
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_STRICT)
-	$(SWIFT) test --skip-build
+	# One test at a time: on a 2-core machine, tests that wait on child processes or sockets would
+	# otherwise occupy the whole cooperative thread pool that the live-server tests' handlers need.
+	$(SWIFT) test --skip-build --no-parallel
 	$(MAKE) --no-print-directory test-sdk
 
-## test-sdk: the official Mangopay Python SDK (Tests/sdk, pytest in .venv) against a live daemon
+## test-sdk: the official Mangopay Python SDK and the hosted checkout in headless Chromium (Tests/sdk, pytest in .venv) against a live daemon
 test-sdk: deps-test
 	$(SWIFT) build --product cardvault $(SWIFT_STRICT)
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
