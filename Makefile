@@ -8,7 +8,7 @@ SWIFT_STRICT := -Xswiftc -warnings-as-errors
 
 # Debian packages, by what needs them.
 PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config
-PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv
+PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver
 PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-contrib
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
