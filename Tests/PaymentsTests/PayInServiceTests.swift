@@ -130,6 +130,20 @@ struct PayInFixture {
         #expect(try await f.balance() == 0)
     }
 
+    @Test func aFailedTransactionCountsOnceAmongTheFailuresBefore() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card(PayInFixture.challenged)
+        let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        _ = try await f.payIns.answerChallenge(
+            kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!),
+            code: "999999")
+        // Same card and same user: indexed twice, still one failure.
+        let next = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        let reason = try #require(next.risk.reasons.first { $0.rule == "failures.before" })
+        #expect(reason.detail.hasPrefix("1 failed"))
+        #expect(reason.points == RiskPolicy().pointsPerFailure)
+    }
+
     @Test func wrongSecretsAndOtherClientsSeeNothing() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)

@@ -191,7 +191,7 @@ def test_frictionless_payin_succeeds_and_credits_the_wallet(sdk):
     assert fetched.card_info.bin == "497010" and fetched.card_info.brand == "VISA"
     assert fetched.security_info.avs_result == "NO_CHECK"
     assert fetched.browser_info.timezone_offset == "+60"
-    assert fetched.billing.address.city == "Paris"
+    assert fetched.billing.address["City"] == "Paris"  # the SDK keeps the nested address as a dict
     assert fetched.profiling_attempt_reference == reference
     assert balance(sdk, wallet) == 4000
     card = sdk.Card.get(card_id)
