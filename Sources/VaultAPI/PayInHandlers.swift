@@ -8,15 +8,7 @@ struct PayInHandlers: Sendable {
 
     private func id(_ request: Request, _ name: String = "id") -> String { request.parameters[name] ?? "" }
 
-    private func page(_ request: Request) throws -> PageRequest {
-        let query: FormFields
-        do {
-            query = try request.query()
-        } catch {
-            throw PaymentsError.invalid("Query", "The query string is malformed.")
-        }
-        return try PageRequest(page: query["page"], perPage: query["per_page"], sort: query["Sort"] ?? query["sort"])
-    }
+    private func page(_ request: Request) throws -> PageRequest { try PageRequest(request) }
 
     func create(_ request: Request, clientId: String) async throws -> Response {
         var body = try MangopayFields(body: request.body)

@@ -81,7 +81,7 @@ public enum AESGCM {
     ) throws {
         precondition(ciphertext.count >= plaintext.count && tag.count == tagSize)
         try checkSizes(key: key, nonce: nonce)
-        try key.contexts.withCipher(encrypting: true, key: key) { context in
+        try key.contexts.withCipher(encrypting: true, key: key, pooled: nonce.count == nonceSize) { context in
             try start(context, encrypting: true, nonce: nonce)
             try update(context, encrypting: true, aad: aad)
             try update(context, encrypting: true, input: plaintext, output: ciphertext)
@@ -109,7 +109,7 @@ public enum AESGCM {
         guard tag.count == tagSize else { throw CryptoError(.authenticationFailed, "tag must be 16 bytes") }
         try checkSizes(key: key, nonce: nonce)
         do {
-            try key.contexts.withCipher(encrypting: false, key: key) { context in
+            try key.contexts.withCipher(encrypting: false, key: key, pooled: nonce.count == nonceSize) { context in
                 try start(context, encrypting: false, nonce: nonce)
                 try update(context, encrypting: false, aad: aad)
                 try update(context, encrypting: false, input: ciphertext, output: plaintext)
@@ -135,10 +135,11 @@ public enum AESGCM {
         guard nonce.count > 0 else { throw CryptoError(.invalidNonceSize, "empty nonce") }
     }
 
-    /// Sets the nonce on a keyed context (its length first: pooled contexts may have served another).
+    /// Sets the nonce on a keyed context. Pooled contexts keep the 12-byte default; other lengths (only the
+    /// published vectors use them) come on fresh contexts, so the length is set only there.
     private static func start(_ context: OpaquePointer, encrypting: Bool, nonce: UnsafeRawBufferPointer) throws {
         let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
-        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
+        guard nonce.count == nonceSize || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
             initialise(context, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self), nil) == 1
         else { throw CryptoError(.openSSLFailure, "nonce set-up failed") }
     }

@@ -55,12 +55,13 @@ final class KeyContexts: Sendable {
         }
     }
 
-    /// Runs `body` with an AES-256-GCM context keyed with `key` for the given direction.
+    /// Runs `body` with an AES-256-GCM context keyed with `key` for the given direction. With `pooled`
+    /// false the context is made for this call only (for nonce lengths other than the pooled default).
     func withCipher<Result>(
-        encrypting: Bool, key: SymmetricKey, _ body: (OpaquePointer) throws -> Result
+        encrypting: Bool, key: SymmetricKey, pooled: Bool, _ body: (OpaquePointer) throws -> Result
     ) throws -> Result {
         let handle: ContextHandle
-        let idle = encrypting ? sealers.withLock { $0.popLast() } : openers.withLock { $0.popLast() }
+        let idle = !pooled ? nil : encrypting ? sealers.withLock { $0.popLast() } : openers.withLock { $0.popLast() }
         if let reused = idle {
             handle = reused
         } else {
@@ -77,7 +78,9 @@ final class KeyContexts: Sendable {
             handle = ContextHandle(pointer: context)
         }
         defer {
-            if encrypting {
+            if !pooled {
+                EVP_CIPHER_CTX_free(handle.pointer)
+            } else if encrypting {
                 release(handle, to: sealers, free: EVP_CIPHER_CTX_free)
             } else {
                 release(handle, to: openers, free: EVP_CIPHER_CTX_free)
