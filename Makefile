@@ -27,7 +27,7 @@ test: deps-test
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory test-sdk
 
-## test-sdk: the official Mangopay Python SDK (Tests/sdk, pytest in .venv) against a live daemon
+## test-sdk: the official Mangopay Python SDK and the hosted checkout in headless Chromium (Tests/sdk, pytest in .venv) against a live daemon
 test-sdk: deps-test
 	$(SWIFT) build --product cardvault $(SWIFT_STRICT)
 	@[ -x .venv/bin/python ] || python3 -m venv .venv

@@ -107,9 +107,11 @@ public struct CardRegistrationService: Sendable {
     /// Handles a tokenization POST for registration `id` of `clientId`: checks the access key, validates the card
     /// with CardKit, vaults the number (the store seals it), holds the security code in memory, records the
     /// profiling attempt, and spends the access key, all in one atomic write.
-    public func tokenize(clientId: String, id: String, form: TokenizationForm, signals: DeviceSignals) async throws
-        -> TokenizationResult
-    {
+    /// - Parameter requireSecurityCode: false only for the hosted checkout of a merchant that turned CVC2 off
+    ///   (`cvc2Support=false`); a security code that is sent is still checked.
+    public func tokenize(
+        clientId: String, id: String, form: TokenizationForm, signals: DeviceSignals, requireSecurityCode: Bool = true
+    ) async throws -> TokenizationResult {
         let configuration = environment.configuration
         let address = signals.ipAddress ?? ""
         guard rateLimiter.allow(address) else { return .rateLimited(retryAfter: max(1, rateLimiter.retryAfter(address))) }
@@ -128,7 +130,9 @@ public struct CardRegistrationService: Sendable {
                 failure = code
                 countsAsFailure = counts
             case .proceed:
-                switch validateCard(form, cardType: registration.cardType, clientId: clientId) {
+                switch validateCard(
+                    form, cardType: registration.cardType, clientId: clientId, requireSecurityCode: requireSecurityCode)
+                {
                 case .failure(let code):
                     failure = code
                 case .success(let card):
@@ -173,7 +177,9 @@ public struct CardRegistrationService: Sendable {
 
     /// Validates number (CardKit: characters, length, Luhn, brand), brand against the registration type, expiry
     /// against the clock, and the security code's size for the brand.
-    func validateCard(_ form: TokenizationForm, cardType: String, clientId: String) -> CardCheck {
+    func validateCard(_ form: TokenizationForm, cardType: String, clientId: String, requireSecurityCode: Bool = true)
+        -> CardCheck
+    {
         guard let number = form.cardNumber, let pan = try? PAN(number) else { return .failure(.invalidCardNumber) }
         guard let type = MangopayCardType(rawValue: cardType), type.accepts(pan.brand) else {
             return .failure(.invalidCardNumber)
@@ -181,8 +187,10 @@ public struct CardRegistrationService: Sendable {
         guard let text = form.cardExpirationDate, text.utf8.count == 4, let expiry = try? CardExpiry(parsing: text),
             expiry.isValid(at: environment.clock.now)
         else { return .failure(.invalidExpiry) }
-        guard let cvx = form.cardCvx, SecurityCode.isValid(cvx, for: pan.brand) else {
-            return .failure(.invalidSecurityCode)
+        if requireSecurityCode || form.cardCvx != nil {
+            guard let cvx = form.cardCvx, SecurityCode.isValid(cvx, for: pan.brand) else {
+                return .failure(.invalidSecurityCode)
+            }
         }
         guard let key = try? environment.fingerprintKeys.fingerprintKey(forClient: clientId) else {
             return .failure(.accessDenied)

@@ -50,6 +50,7 @@ public enum MangopayDaemon {
                 services: services, checkoutOrigins: configuration.checkoutOrigins,
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
+            try MasterpassDaemon.routes(services: services, configuration: configuration),
         ]
     }
 

@@ -17,6 +17,7 @@ public enum MerchantAdminCommands {
                 throw AdminError(error.code.rawValue, error.fieldErrors.values.sorted().first ?? error.message)
             }
         }
+        MasterpassAdminCommands.register(services, in: handlers)
         handlers.register("clients.list") { _, _ in
             let clients = try await services.clients.all()
             return .array(clients.map { client in

@@ -11,6 +11,7 @@ enum CardVaultCLI {
         ClientsCommand.self,
         VerifyCommand.self,
         StoreExerciseCommand.self,
+        CheckoutCommand.self,
     ]
 
     static var help: String {

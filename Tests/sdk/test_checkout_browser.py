@@ -1,0 +1,383 @@
+"""The hosted checkout in a real browser (headless Chromium driven by Selenium), against a live daemon.
+
+A tiny merchant site on another loopback port receives the callbacks; its backend half is these tests, calling
+/masterpass/... with the bearer token of the daemon's development client. Screenshots of the page (desktop and
+phone width) are written to docs/screenshots/ when CARDVAULT_SCREENSHOTS=1.
+"""
+import base64
+import http.server
+import os
+import pathlib
+import shutil
+import threading
+import urllib.parse
+
+import pytest
+import requests
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECKOUT_ID = "b1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
+MASTERCARD = "5555555555554444"          # sandbox: frictionless
+MAESTRO_CHALLENGE = "5033950000020004"   # sandbox rule 503395XXXXXX0004: challenge
+CHALLENGE_CODE = "123456"                # config/sandbox.json
+
+
+def luhn_ok(number):
+    total = 0
+    for index, char in enumerate(reversed(number)):
+        digit = int(char)
+        if index % 2 == 1:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+class Merchant(http.server.ThreadingHTTPServer):
+    """The merchant's site: records every callback and answers with a small page."""
+
+    def __init__(self):
+        self.callbacks = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                outer.callbacks.append(self.path)
+                body = b"<!DOCTYPE html><title>Merchant</title><h1>Back at the merchant</h1>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.base = "http://127.0.0.1:%d" % self.server_address[1]
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def merchant():
+    site = Merchant()
+    yield site
+    site.shutdown()
+
+
+@pytest.fixture(scope="module")
+def token(daemon):
+    basic = base64.b64encode(("%s:%s" % (daemon.client_id, daemon.api_key)).encode()).decode()
+    response = requests.post(
+        daemon.base_url + "/v2.01/oauth/token", data={"grant_type": "client_credentials"},
+        headers={"Authorization": "Basic " + basic}, timeout=10)
+    assert response.status_code == 200
+    return response.json()["access_token"]
+
+
+@pytest.fixture(scope="module")
+def backend(daemon, token, merchant):
+    """The merchant backend: a requests session with the bearer token and the checkout id registered."""
+    session = requests.Session()
+    session.headers["Authorization"] = "Bearer " + token
+    response = session.post(daemon.base_url + "/masterpass/checkouts", json={
+        "checkoutId": CHECKOUT_ID, "callbackUrlPrefixes": [merchant.base + "/callback"],
+        "allowedCardTypes": ["master", "maestro", "visa", "amex"], "merchantName": "Fancy Shop"}, timeout=10)
+    assert response.status_code == 201, response.text
+    return session
+
+
+def chrome(width=1280, height=900, javascript=True):
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=%d,%d" % (width, height), "--lang=en-US"):
+        options.add_argument(argument)
+    if shutil.which("chromium"):
+        options.binary_location = shutil.which("chromium")
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    service = webdriver.ChromeService(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    return webdriver.Chrome(options=options, service=service)
+
+
+@pytest.fixture
+def browser():
+    driver = chrome()
+    yield driver
+    driver.quit()
+
+
+def checkout_url(daemon, merchant, **overrides):
+    fields = {
+        "checkoutId": CHECKOUT_ID, "cartId": "cart-%d" % (len(merchant.callbacks) + 1), "amount": "74.90",
+        "currency": "USD", "allowedCardTypes": "master,maestro,visa", "suppressShippingAddress": "false",
+        "locale": "en_US", "channel": "mobile", "masterCryptoFormat": "UCAF,ICC", "maestroCryptoFormat": "UCAF,ICC",
+        "callbackUrl": merchant.base + "/callback?order=42",
+    }
+    fields.update({key: value for key, value in overrides.items() if value is not None})
+    for key in [key for key, value in overrides.items() if value is None]:
+        fields.pop(key, None)
+    return daemon.base_url + "/srci/?" + urllib.parse.urlencode(fields)
+
+
+def fill(driver, card=MASTERCARD, expiry="1230", cvc="123", shipping=True, typed=True):
+    def put(name, value):
+        field = driver.find_element(By.ID, name)
+        field.clear()
+        field.send_keys(value)
+    put("cardNumber", card)
+    put("expiry", expiry)
+    if cvc is not None:
+        put("securityCode", cvc)
+    put("cardHolderName", "Ada Lovelace")
+    put("billingLine1", "1 Main Street")
+    put("billingCity", "Springfield")
+    put("billingPostalCode", "12345")
+    put("billingCountry", "US")
+    if shipping:
+        put("shippingLine1", "2 Side Street")
+        put("shippingCity", "Shelbyville")
+        put("shippingPostalCode", "54321")
+        put("shippingCountry", "US")
+    put("email", "ada@example.com")
+
+
+def callback_params(url):
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
+
+
+def wait_for_callback(driver, merchant):
+    WebDriverWait(driver, 20).until(lambda d: d.current_url.startswith(merchant.base + "/callback"))
+    return callback_params(driver.current_url)
+
+
+def pass_challenge(driver, daemon):
+    """On the sandbox ACS page: type the one-time code into its visible text field and submit."""
+    WebDriverWait(driver, 20).until(lambda d: "/acs/" in d.current_url)
+    fields = [field for field in driver.find_elements(By.CSS_SELECTOR, "input")
+              if field.is_displayed() and field.get_attribute("type") in ("text", "password", "tel", "number")]
+    assert fields, "no code field on the challenge page"
+    fields[0].send_keys(CHALLENGE_CODE)
+    fields[0].submit()
+
+
+def test_challenge_checkout_lands_on_the_callback_and_backend_reads_payment_data(daemon, merchant, backend, browser):
+    browser.get(checkout_url(daemon, merchant, cartId="cart-challenge"))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Fancy Shop"
+    # Only the allowed brands are shown; the number is formatted and its brand detected while typing.
+    brands = [item.get_attribute("data-brand") for item in browser.find_elements(By.CSS_SELECTOR, ".brands li")]
+    assert brands == ["mastercard", "visa", "maestro"]
+    fill(browser, card=MAESTRO_CHALLENGE)
+    assert browser.find_element(By.ID, "cardNumber").get_attribute("value") == "5033 9500 0002 0004"
+    assert browser.find_element(By.ID, "expiry").get_attribute("value") == "12/30"
+    assert browser.find_element(By.ID, "card-brand").text == "Maestro"
+    assert browser.find_element(By.CSS_SELECTOR, 'input[name="javascriptEnabled"]').get_attribute("value") == "true"
+    browser.find_element(By.CSS_SELECTOR, "button.pay").click()
+    pass_challenge(browser, daemon)
+    params = wait_for_callback(browser, merchant)
+    assert params["mpstatus"] == "success"
+    assert params["order"] == "42"
+    transaction_id = params["oauth_token"]
+
+    response = backend.get(daemon.base_url + "/masterpass/paymentdata/" + transaction_id,
+                           params={"checkoutId": CHECKOUT_ID, "cartId": "cart-challenge"}, timeout=10)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["card"]["brandId"] == "maestro"
+    account = data["card"]["accountNumber"]
+    assert account != MAESTRO_CHALLENGE and account.startswith("503395") and luhn_ok(account)
+    assert data["tokenization"]["fPanSuffix"] == "0004"
+    assert data["tokenization"]["cryptogram"]["cryptoType"] == "ICC"
+    assert data["tokenization"]["cryptogram"]["eci"] == "02"
+    assert data["authenticationOptions"]["authenticateMethod"] == "3DS"
+    assert data["authenticationOptions"]["paResStatus"] == "Y"
+    assert data["shippingAddress"]["city"] == "Shelbyville"
+
+    postback = backend.post(daemon.base_url + "/masterpass/postback", json={
+        "transactionId": transaction_id, "checkoutId": CHECKOUT_ID, "currency": "USD", "amount": 74.90,
+        "paymentSuccessful": True, "paymentCode": "123456", "paymentDate": "2026-01-01T12:00:00Z"}, timeout=10)
+    assert postback.status_code == 204, postback.text
+
+    # Without the owner's bearer token there is nothing to read (client isolation: MasterpassRoutesTests).
+    other = backend.get(daemon.base_url + "/masterpass/paymentdata/" + transaction_id,
+                        params={"checkoutId": CHECKOUT_ID, "cartId": "cart-challenge"},
+                        headers={"Authorization": "Bearer not-a-token"}, timeout=10)
+    assert other.status_code == 401
+
+
+def test_cancel_lands_with_mpstatus_cancel(daemon, merchant, backend, browser):
+    browser.get(checkout_url(daemon, merchant))
+    browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+    params = wait_for_callback(browser, merchant)
+    assert params["mpstatus"] == "cancel"
+    assert params["oauth_token"]
+
+
+def test_checkout_works_without_javascript(daemon, merchant, backend):
+    driver = chrome(javascript=False)
+    try:
+        driver.get(checkout_url(daemon, merchant, suppressShippingAddress="true", cvc2Support="false"))
+        assert not driver.find_elements(By.ID, "securityCode")
+        assert not driver.find_elements(By.ID, "shippingLine1")
+        fill(driver, expiry="12/30", cvc=None, shipping=False)
+        assert driver.find_element(By.CSS_SELECTOR, 'input[name="javascriptEnabled"]').get_attribute("value") == "false"
+        driver.find_element(By.CSS_SELECTOR, "button.pay").click()
+        params = wait_for_callback(driver, merchant)
+        assert params["mpstatus"] == "success"
+    finally:
+        driver.quit()
+
+
+def test_bad_form_input_is_shown_next_to_each_field(daemon, merchant, backend, browser):
+    browser.get(checkout_url(daemon, merchant, shippingLocationProfile="FR,BE"))
+    fill(browser, card="4111111111111112", expiry="13/30", cvc="12")
+    browser.find_element(By.ID, "email").clear()
+    browser.find_element(By.ID, "email").send_keys("not-an-email")
+    browser.find_element(By.CSS_SELECTOR, "button.pay").click()
+    WebDriverWait(browser, 10).until(expected_conditions.presence_of_element_located((By.ID, "error-summary")))
+    errors = {element.get_attribute("id"): element.text for element in browser.find_elements(By.CSS_SELECTOR, ".field-error")}
+    assert errors["cardNumber-error"] == "the card number is not valid"
+    assert "expiry-error" in errors and "securityCode-error" in errors
+    assert errors["shippingCountry-error"] == "the merchant does not ship to this country"
+    assert "email-error" in errors
+    assert browser.find_element(By.ID, "cardNumber").get_attribute("value") == ""
+    assert browser.find_element(By.ID, "cardNumber").get_attribute("aria-invalid") == "true"
+
+
+@pytest.mark.parametrize("field,value,expected", [
+    ("checkoutId", None, "checkoutId is required"),
+    ("checkoutId", "short", "checkoutId must be 8 to 64 letters and digits"),
+    ("cartId", None, "cartId is required"),
+    ("amount", "12.456", "amount may have at most 2 decimals in USD"),
+    ("amount", "-5", "amount must be greater than zero"),
+    ("amount", "ten", "amount must be a plain decimal number"),
+    ("currency", "DOLLARS", "currency must be an ISO 4217 code"),
+    ("allowedCardTypes", "master,paypal", "allowedCardTypes must be a comma-separated list"),
+    ("allowedCardTypes", "jcb", "allowedCardTypes names types this checkoutId does not accept: jcb"),
+    ("suppressShippingAddress", "maybe", "suppressShippingAddress must be true or false"),
+    ("locale", "klingon", "locale must look like en_US or fr_FR"),
+    ("channel", "fax", "channel must be web or mobile"),
+    ("masterCryptoFormat", "TVV", "masterCryptoFormat must be a comma-separated list of ICC, UCAF"),
+    ("cryptoOptions", "[1]", "cryptoOptions must be a JSON array"),
+    ("cvc2Support", "nope", "cvc2Support must be true or false"),
+    ("suppress3Ds", "2", "suppress3Ds must be true or false"),
+    ("unpredictableNumber", "!!", "unpredictableNumber must be 4 to 44 characters of base64"),
+    ("validityPeriodMinutes", "0", "validityPeriodMinutes must be a whole number from 1 to 1440"),
+    ("shippingLocationProfile", "USA", "must be a comma-separated list of ISO 3166 country codes"),
+    ("userId", "a b", "userId must be 1 to 100 characters"),
+    ("callbackUrl", "javascript:alert(1)", "callbackUrl uses a scheme that is not allowed"),
+    ("callbackUrl", "https://evil.example/callback", "callbackUrl does not start with a URL registered"),
+])
+def test_bad_checkout_url_fields_get_a_clear_error_page(daemon, merchant, backend, field, value, expected):
+    url = checkout_url(daemon, merchant, **{field: value})
+    page = requests.get(url, allow_redirects=False, timeout=10)
+    assert page.status_code in (400, 403), page.status_code
+    assert "Location" not in page.headers
+    assert expected in page.text.replace("&#39;", "'")
+    assert "Traceback" not in page.text and ".swift" not in page.text
+    as_json = requests.get(url, headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+    assert as_json.json()["Errors"]["Error"][0]["ReasonCode"] in (
+        "INVALID_REQUEST", "CALLBACK_URL_NOT_REGISTERED", "AUTHORIZATION_FAILED")
+
+
+def test_unregistered_callback_is_refused_and_never_redirected_to(daemon, merchant, backend):
+    for callback in ("https://evil.example/callback", merchant.base + "/callbackx", merchant.base + "/other",
+                     merchant.base.replace("127.0.0.1", "localhost") + "/callback",
+                     "http://127.0.0.1:1/callback", merchant.base + "/callback/../admin"):
+        page = requests.get(checkout_url(daemon, merchant, callbackUrl=callback), allow_redirects=False, timeout=10)
+        assert page.status_code == 400, callback
+        assert "Location" not in page.headers
+
+
+def test_backend_calls_reject_bad_input(daemon, backend):
+    base = daemon.base_url + "/masterpass"
+    checks = [
+        backend.get(base + "/paymentdata/mptx1", timeout=10),
+        backend.get(base + "/paymentdata/mptx1", params={"checkoutId": "0" * 32, "cartId": "c"}, timeout=10),
+        backend.post(base + "/postback", json={"transactionId": "mptx1"}, timeout=10),
+        backend.post(base + "/postback", data="not json", timeout=10),
+        backend.post(base + "/postback", json={"transactionId": "mptx1", "checkoutId": "0" * 32, "currency": "USD",
+                                              "amount": "1.00", "paymentSuccessful": True}, timeout=10),
+        backend.get(base + "/pairingid", params={"pairingTransactionId": "x/y"}, timeout=10),
+        backend.get(base + "/precheckoutdata/unknown", timeout=10),
+        backend.post(base + "/expresscheckout", json={"amount": "1.001", "currency": "USD"}, timeout=10),
+    ]
+    assert [response.status_code for response in checks] == [400, 403, 400, 400, 403, 400, 404, 400]
+    for response in checks:
+        errors = response.json()["Errors"]["Error"]
+        assert errors and all(error["Description"] for error in errors)
+    assert checks[1].json()["Errors"]["Error"][0]["ReasonCode"] == "AUTHORIZATION_FAILED"
+    assert requests.get(base + "/paymentdata/mptx1", timeout=10).status_code == 401
+
+
+def test_express_checkout_pairs_once_then_rotates_pairing_ids(daemon, merchant, backend, browser):
+    browser.get(checkout_url(daemon, merchant, userId="shopper-7"))
+    fill(browser)
+    browser.find_element(By.ID, "pairingConsent").click()
+    browser.find_element(By.CSS_SELECTOR, "button.pay").click()
+    params = wait_for_callback(browser, merchant)
+    assert params["mpstatus"] == "success"
+    base = daemon.base_url + "/masterpass"
+    pairing = backend.get(base + "/pairingid", params={
+        "pairingTransactionId": params["pairing_verifier"], "userId": "shopper-7"}, timeout=10)
+    assert pairing.status_code == 200, pairing.text
+    pairing_id = pairing.json()["pairingId"]
+    pre = backend.get(base + "/precheckoutdata/" + pairing_id, timeout=10).json()
+    assert pre["cards"][0]["lastFour"] == "4444" and "accountNumber" not in pre["cards"][0]
+    seen = {pairing_id, pre["pairingId"]}
+    current = pre["pairingId"]
+    for _ in range(2):
+        response = backend.post(base + "/expresscheckout", json={
+            "checkoutId": CHECKOUT_ID, "pairingId": current, "amount": "19.99", "currency": "USD",
+            "cardId": pre["cards"][0]["cardId"], "shippingAddressId": pre["shippingAddresses"][0]["addressId"],
+            "digitalGoods": False}, timeout=10)
+        assert response.status_code == 200, response.text
+        data = response.json()
+        assert data["card"]["brandId"] == "master" and data["card"]["accountNumber"] != MASTERCARD
+        assert data["pairingId"] not in seen
+        seen.add(data["pairingId"])
+        stale = backend.post(base + "/expresscheckout", json={
+            "checkoutId": CHECKOUT_ID, "pairingId": current, "amount": "19.99", "currency": "USD",
+            "cardId": pre["cards"][0]["cardId"], "digitalGoods": True}, timeout=10)
+        assert stale.status_code == 404
+        current = data["pairingId"]
+
+
+@pytest.mark.skipif(not os.environ.get("CARDVAULT_SCREENSHOTS"), reason="set CARDVAULT_SCREENSHOTS=1 to refresh")
+@pytest.mark.parametrize("name,width,height,locale", [
+    ("checkout-desktop", 1280, 1100, "en_US"), ("checkout-phone", 390, 844, "en_US"),
+    ("checkout-phone-fr", 390, 844, "fr_FR"),
+])
+def test_screenshots(daemon, merchant, backend, name, width, height, locale):
+    driver = chrome(width, height)
+    try:
+        driver.get(checkout_url(daemon, merchant, locale=locale, userId="shopper-shots"))
+        driver.find_element(By.ID, "cardNumber").send_keys("5555 5555 5555 4444")
+        total = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(width, max(height, total + 120))
+        target = ROOT / "docs" / "screenshots"
+        target.mkdir(parents=True, exist_ok=True)
+        assert driver.save_screenshot(str(target / (name + ".png")))
+    finally:
+        driver.quit()
+
+
+def test_zz_checkout_card_numbers_are_nowhere_in_clear(daemon, merchant):
+    """After the checkouts above: no card number typed on the page appears in the data directory, the daemon's
+    logs or the merchant's callbacks (ASCII, UTF-16, BCD)."""
+    files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
+    files += [daemon.log_path, daemon.stdout_path]
+    secrets = [MASTERCARD, MAESTRO_CHALLENGE, "5555 5555 5555 4444", "securityCode=123"]
+    for path in files:
+        content = path.read_bytes()
+        for secret in secrets:
+            encodings = [secret.encode("ascii"), secret.encode("utf-16-le"), secret.encode("utf-16-be")]
+            if secret.isdigit():
+                encodings.append(bytes(int(secret[i]) << 4 | int(secret[i + 1]) for i in range(0, len(secret), 2)))
+            for encoded in encodings:
+                assert encoded not in content, "%s... found in %s" % (secret[:6], path.name)
+    assert not any(MASTERCARD in callback or MAESTRO_CHALLENGE in callback for callback in merchant.callbacks)
