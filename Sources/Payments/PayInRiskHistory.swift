@@ -81,9 +81,9 @@ struct PayInRiskHistory: Sendable {
         } else {
             signals.distinctCardsOnDevice = 1
         }
-        signals.recentFailures =
-            try await recent(Self.failures, "card", keys.fingerprint).count
-            + recent(Self.failures, "user", keys.userId).count
+        // A failure is indexed under its card and its user: count each failed transaction once.
+        let failed = try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
+        signals.recentFailures = Set(failed.map { $0.id.split(separator: ":").last.map(String.init) ?? $0.id }).count
         signals.userHistory = try await environment.store.scan(
             Self.successes, prefix: Self.prefix(clientId, "user", keys.userId) + currency + ":", after: nil,
             limit: Self.countLimit

@@ -358,8 +358,11 @@ public struct PayInService: Sendable {
     }
 
     /// Expires every challenge whose deadline has passed. The daemon calls this periodically; the records
-    /// it reads are durable, so expiry also happens after a restart.
+    /// it reads are durable, so expiry also happens after a restart. One transaction that cannot move now
+    /// (busy, or its entry is stale) never holds back the others: it is logged and retried on the next sweep,
+    /// and an entry whose transaction does not exist is dropped.
     /// - Returns: how many transactions expired.
+    /// - Throws: when the pending challenges cannot be read at all.
     @discardableResult
     public func expireDueChallenges() async throws -> Int {
         let now = environment.clock.now
@@ -370,8 +373,17 @@ public struct PayInService: Sendable {
             else { continue }
             let parts = entry.id.split(separator: ":", maxSplits: 2).map(String.init)
             guard parts.count == 3, let purpose = Self.purpose(kind: parts[0]) else { continue }
-            let payIn = try await transition(clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
-            if payIn.result == .authenticationExpired { expired += 1 }
+            do {
+                let payIn = try await transition(clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
+                if payIn.result == .authenticationExpired { expired += 1 }
+            } catch let error as PaymentsError where error.code == .notFound {
+                _ = try? await environment.store.commit(
+                    [.delete(collection: Self.awaiting, id: entry.id, condition: .unconditional)])
+            } catch {
+                environment.logger.warning(
+                    "challenge expiry postponed",
+                    ["transactionId": .string(parts[2]), "error": .string(String(describing: type(of: error)))])
+            }
         }
         return expired
     }

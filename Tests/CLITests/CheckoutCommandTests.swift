@@ -100,6 +100,7 @@ final class LiveDaemon {
     let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "cardvault-checkout-\(UUID().uuidString)"
     ).path
+    var keysDirectory: String { dataDirectory + "-keys" }
 
     init() throws {
         process.executableURL = CLIProcess.binary
@@ -110,6 +111,7 @@ final class LiveDaemon {
         var environment = ProcessInfo.processInfo.environment
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
         environment["CARDVAULT_DATA_DIR"] = dataDirectory
+        environment["CARDVAULT_KEYS_DIR"] = keysDirectory
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

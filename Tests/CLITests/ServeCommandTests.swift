@@ -105,6 +105,13 @@ import Glibc
 
     /// A minimal HTTP/1.1 GET over a socket; returns status and body.
     static func get(port: Int, path: String) throws -> (Int, String) {
+        try request(port: port, method: "GET", path: path)
+    }
+
+    /// A minimal HTTP/1.1 request over a socket (`Connection: close`); returns status and body.
+    static func request(port: Int, method: String, path: String, headers: [String: String] = [:], body: String = "")
+        throws -> (Int, String)
+    {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -117,7 +124,10 @@ import Glibc
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return (0, "") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method != "GET" { head += "Content-Length: \(body.utf8.count)\r\n" }
+        let request = Array((head + "\r\n" + body).utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -130,6 +130,20 @@ struct PayInFixture {
         #expect(try await f.balance() == 0)
     }
 
+    @Test func aFailedTransactionCountsOnceAmongTheFailuresBefore() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card(PayInFixture.challenged)
+        let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        _ = try await f.payIns.answerChallenge(
+            kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!),
+            code: "999999")
+        // Same card and same user: indexed twice, still one failure.
+        let next = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        let reason = try #require(next.risk.reasons.first { $0.rule == "failures.before" })
+        #expect(reason.detail.hasPrefix("1 failed"))
+        #expect(reason.points == RiskPolicy().pointsPerFailure)
+    }
+
     @Test func wrongSecretsAndOtherClientsSeeNothing() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)
@@ -165,6 +179,20 @@ struct PayInFixture {
             kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!), code: "123456")
         #expect(late.result?.code == "101304")
         #expect(try await f.balance() == 0)
+    }
+
+    @Test func aStaleExpiryEntryDoesNotHoldBackTheSweep() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card(PayInFixture.challenged)
+        let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        // An entry whose transaction does not exist, sorted before the real one.
+        try await f.base.store.commit([
+            .put(collection: "challenges-awaiting", id: "p:shop:payin_0", value: Array("0".utf8), condition: .unconditional)
+        ])
+        f.base.clock.advance(by: 600)
+        #expect(try await f.payIns.expireDueChallenges() == 1)
+        #expect(try await f.payIns.get(clientId: "shop", id: created.id).result?.code == "101304")
+        #expect(try await f.base.store.scanAll("challenges-awaiting").isEmpty)
     }
 
     @Test func concurrentCompletionsCreditOnce() async throws {

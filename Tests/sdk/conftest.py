@@ -24,7 +24,7 @@ def _free_port():
 
 
 class Daemon:
-    def __init__(self):
+    def __init__(self, extra_env=None):
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="cardvault-sdk-"))
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(mode=0o700)
@@ -40,6 +40,7 @@ class Daemon:
             "CARDVAULT_KEYS_DIR": str(self.workdir / "keys"),
             "CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example",
         })
+        env.update(extra_env or {})
         self.stdout_path = self.workdir / "daemon.out"
         self.process = subprocess.Popen(
             [binary, "serve"], cwd=str(ROOT), env=env,

@@ -3,8 +3,9 @@ directory or the daemon's logs, in ASCII, UTF-16 or BCD."""
 import pathlib
 
 from test_mangopay_sdk import AMEX, VISA
+from test_payins_e2e import NUMBERS as PAYIN_NUMBERS
 
-NUMBERS = [VISA, AMEX, "4970107111111118"]
+NUMBERS = [VISA, AMEX, "4970107111111118"] + PAYIN_NUMBERS
 SECURITY_CODES = ["cardCvx=123", "cardCvx=1234"]
 
 
