@@ -69,9 +69,15 @@ struct PayInRiskHistory: Sendable {
             return try await environment.store.scan(
                 collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
         }
-        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint).count
-        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId).count
-        if let ip = keys.ipAddress, !ip.isEmpty { signals.recentByIP = try await recent(Self.attempts, "ip", ip).count }
+        // Plain counts come from the store's index: no value is read.
+        func count(_ dimension: String, _ value: String) async throws -> Int {
+            let prefix = Self.prefix(clientId, dimension, value)
+            return try await environment.store.count(
+                Self.attempts, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
+        }
+        signals.recentByCard = try await count("card", keys.fingerprint)
+        signals.recentByUser = try await count("user", keys.userId)
+        if let ip = keys.ipAddress, !ip.isEmpty { signals.recentByIP = try await count("ip", ip) }
         if let device = keys.deviceId {
             let entries = try await recent(Self.attempts, "device", device)
             signals.recentByDevice = entries.count

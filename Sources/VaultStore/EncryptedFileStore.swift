@@ -456,6 +456,14 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
     }
 
+    /// Counts from the in-memory index: no value is read or decrypted.
+    public func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
+        try state.withLock { state in
+            guard !state.closed else { throw StoreError(.closed, "the store is closed") }
+            return state.index.scan(collection, prefix: prefix, after: after, limit: limit).count
+        }
+    }
+
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
         guard !writes.isEmpty else { return [] }

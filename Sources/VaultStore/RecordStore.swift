@@ -72,9 +72,17 @@ public protocol RecordStore: Sendable {
     /// Records of `collection` whose id starts with `prefix`, in ascending id order, starting after
     /// `after` (exclusive), at most `limit` of them.
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record]
+
+    /// How many records ``scan(_:prefix:after:limit:)`` would return, without reading their values.
+    func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int
 }
 
 extension RecordStore {
+    /// Counts by scanning; stores that can count from their index without opening values do so.
+    public func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
+        try await scan(collection, prefix: prefix, after: after, limit: limit).count
+    }
+
     /// Writes one record; see ``commit(_:)``.
     @discardableResult
     public func put(_ collection: String, id: String, value: [UInt8], condition: WriteCondition = .unconditional)

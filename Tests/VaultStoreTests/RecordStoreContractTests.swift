@@ -84,6 +84,12 @@ import VaultStore
         let rest = try await store.scan("cards", prefix: "u1-", after: "u1-10", limit: 10)
         #expect(rest.map(\.id) == ["u1-2", "u1-3"])
         #expect(try await store.scanAll("cards").count == 5)
+        #expect(try await store.count("cards", prefix: "u1-", after: nil, limit: 100) == 4)
+        #expect(try await store.count("cards", prefix: "u1-", after: "u1-10", limit: 100) == 2)
+        #expect(try await store.count("cards", prefix: "u1-", after: nil, limit: 3) == 3)
+        #expect(try await store.count("users", prefix: "u2", after: nil, limit: 100) == 0)
+        try await store.delete("cards", id: "u1-3")
+        #expect(try await store.count("cards", prefix: "u1-", after: nil, limit: 100) == 3)
     }
 
     @Test(arguments: stores)
