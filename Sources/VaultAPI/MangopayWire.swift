@@ -1,5 +1,6 @@
 import Foundation
 import Payments
+import VaultCore
 
 /// Renders domain values as Mangopay v2.01 JSON objects: PascalCase keys in the real API's order, every key
 /// present (null when unset), dates as Unix seconds, amounts in minor units.
@@ -131,22 +132,12 @@ enum MangopayWire {
 
     /// An IMF-fixdate (`Wed, 13 Jan 2016 22:25:56 GMT`) from Unix seconds, without `DateFormatter`.
     static func httpDate(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = Int(seconds - days * 86_400)
-        let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][Int(((days % 7) + 7) % 7)]
-        // Civil date from days since 1970-01-01 (proleptic Gregorian).
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let parts = UTCDateParts(unixSeconds: seconds)
+        let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int) -> String { value < 10 ? "0" + String(value) : String(value) }
-        return weekday + ", " + two(Int(day)) + " " + months[Int(month) - 1] + " " + String(year) + " "
-            + two(secondOfDay / 3600) + ":" + two(secondOfDay / 60 % 60) + ":" + two(secondOfDay % 60) + " GMT"
+        let time = parts.secondOfDay
+        return weekdays[parts.weekday] + ", " + two(parts.day) + " " + months[parts.month - 1] + " " + String(parts.year)
+            + " " + two(time / 3600) + ":" + two(time / 60 % 60) + ":" + two(time % 60) + " GMT"
     }
 }

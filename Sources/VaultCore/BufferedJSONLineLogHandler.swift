@@ -61,14 +61,7 @@ public final class BufferedJSONLineLogHandler: LogHandler, Sendable {
     }
 
     private func writeAll(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        JSONLineLogHandler.writeFully(bytes, to: fileDescriptor)
     }
 
     private struct TimerBox: @unchecked Sendable {

@@ -19,6 +19,12 @@ public struct JSONLineLogHandler: LogHandler {
     public func write(_ record: LogRecord) {
         var bytes = Self.renderBytes(record)
         bytes.append(0x0A)
+        Self.writeFully(bytes, to: fileDescriptor)
+    }
+
+    /// Writes every byte to `fileDescriptor`, looping over short writes; gives up on an error (a log
+    /// line is never worth blocking or crashing for).
+    static func writeFully(_ bytes: [UInt8], to fileDescriptor: Int32) {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -150,19 +156,8 @@ public enum ISO8601Timestamp {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let seconds = millis / 1000
         let ms = Int(millis - seconds * 1000)
-        // Civil date from days since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm),
-        // which avoids gmtime_r and the lock glibc takes inside it.
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = Int(seconds - days * 86_400)
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = Int(dayOfYear - (153 * monthIndex + 2) / 5 + 1)
-        let month = Int(monthIndex < 10 ? monthIndex + 3 : monthIndex - 9)
-        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
+        let parts = UTCDateParts(unixSeconds: seconds)
+        let (year, month, day, secondOfDay) = (parts.year, parts.month, parts.day, parts.secondOfDay)
         func digits(_ value: Int, _ width: Int) {
             var divisor = 1
             for _ in 1..<width { divisor *= 10 }
