@@ -74,36 +74,8 @@ extension EncryptedFileStore {
     /// meanwhile and need no move), durably, through the same group commit as writes.
     func commitRelocations(_ relocations: [Relocation], requireCurrentKey: Bool) async throws {
         guard !relocations.isEmpty else { return }
-        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Outcome, any Error>) in
-            let result: Result<Bool, any Error> = state.withLock { state in
-                guard !state.closing else { return .failure(StoreError(.closed, "the store is closed")) }
-                if let failedAt = state.failedAt, options.clock.now.timeIntervalSince(failedAt) < options.writeRetryInterval {
-                    return .failure(StoreError(.unavailable, "the store cannot write now (\(state.failureText))"))
-                }
-                let current = keyRing.currentVersion
-                var bytes: [UInt8] = []
-                var writes: [StagedWrite] = []
-                for relocation in relocations {
-                    guard state.pending[relocation.key] == nil,
-                        !requireCurrentKey || relocation.keyVersion == current,
-                        let entry = state.index.find(relocation.key.collection, relocation.key.id),
-                        state.index[entry].location == relocation.expected
-                    else { continue }
-                    writes.append(
-                        StagedWrite(
-                            kind: .relocate, key: relocation.key, offset: bytes.count, length: relocation.frame.count,
-                            keyVersion: relocation.keyVersion, version: relocation.expected.version))
-                    bytes.append(contentsOf: relocation.frame)
-                }
-                guard !writes.isEmpty else { return .success(false) }
-                stage(&state, bytes: bytes, writes: writes, waiter: continuation)
-                return .success(true)
-            }
-            switch result {
-            case .success(true): signalFlusher()
-            case .success(false): continuation.resume(returning: .committed)
-            case .failure(let error): continuation.resume(throwing: error)
-            }
+        _ = try await withUnsafeThrowingContinuation { (waiter: Waiter) in
+            enqueue(.relocations(relocations, requireCurrentKey: requireCurrentKey, waiter))
         }
     }
 
@@ -114,7 +86,7 @@ extension EncryptedFileStore {
         withBytes(key.collection) { collection in
             withBytes(key.id) { id in
                 RecordFrame.append(
-                    to: &frame, kind: .put, flags: RecordFrame.endOfBatch, collection: collection, id: id,
+                    to: &frame, kind: .put, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch, collection: collection, id: id,
                     keyVersion: keyVersion, recordVersion: version, sealed: sealed)
             }
         }

@@ -5,7 +5,7 @@ import VaultCrypto
 ///
 ///     0   u32  frame length (header to trailer inclusive)
 ///     4   u8   kind: 1 put, 2 delete
-///     5   u8   flags: bit 0 = last frame of its atomic batch
+///     5   u8   flags: bit 0 = last frame of its atomic batch, bit 1 = first frame of it
 ///     6   u8   collection length      7  u8  id length
 ///     8   u32  data key version (0 for a delete)
 ///     12  u64  record version
@@ -31,6 +31,8 @@ enum RecordFrame {
     }
 
     static let endOfBatch: UInt8 = 1
+    /// Lets recovery find the next whole batch after damage (see ``SegmentScanner``).
+    static let startOfBatch: UInt8 = 2
 
     /// A parsed frame header.
     struct Header {
@@ -124,7 +126,7 @@ enum RecordFrame {
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Parse {
         guard bytes.count >= fixedHeaderSize else { return .incomplete }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self)))
-        guard let kind = Kind(rawValue: bytes[4]), bytes[5] & ~endOfBatch == 0 else { return .invalid }
+        guard let kind = Kind(rawValue: bytes[4]), bytes[5] & ~(endOfBatch | startOfBatch) == 0 else { return .invalid }
         let header = Header(
             length: length, kind: kind, flags: bytes[5], collectionLength: Int(bytes[6]), idLength: Int(bytes[7]),
             keyVersion: UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)),

@@ -1,0 +1,115 @@
+import Foundation
+import Synchronization
+import Testing
+import VaultCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import VaultStore
+
+/// Recovery with preallocated segment space, and damage that cuts a multi-write batch.
+@Suite struct SegmentRecoveryTests {
+    private func value(_ id: String) -> [UInt8] { Array("value of \(id)".utf8) }
+
+    @Test func theActiveSegmentIsPreallocatedWhileOpenAndExactAfterClose() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 64 << 10))
+        try await store.put("a", id: "one", value: value("one"))
+        let segment = sandbox.segmentFiles().last!
+        let (logical, allocated) = store.state.withLock { ($0.activeSize, $0.activeAllocated) }
+        #expect(allocated == 64 << 10)
+        #expect(fileBytes(segment).count == Int(allocated))
+        #expect(fileBytes(segment)[Int(logical)...].allSatisfy { $0 == 0 })
+        store.close()
+        #expect(fileBytes(segment).count == Int(logical))
+    }
+
+    @Test func zerosAfterTheLastBatchAreTheEndNotATornTail() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<12 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        let logical = fileBytes(segment).count
+        // What a killed process leaves: preallocated zeros after the last group.
+        try append(segment, [UInt8](repeating: 0, count: 20_000))
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == 0)
+        #expect(store.recovery.damage.isEmpty)
+        #expect(store.recovery.records == 12)
+        #expect(store.state.withLock { $0.activeSize } == UInt64(logical))
+        // Appends go where the log ends, into the preallocated space.
+        try await store.put("a", id: "after", value: value("after"))
+        store.close()
+        store = try sandbox.open(testOptions())
+        #expect(try await store.get("a", id: "after")?.value == value("after"))
+        #expect(try await store.get("a", id: "r11")?.value == value("r11"))
+        store.close()
+    }
+
+    @Test func anUnfinishedBatchBeforePreallocatedZerosIsTorn() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<5 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        let logical = fileBytes(segment).count
+        let partialFrame = Array(fileBytes(segment)[16..<56])
+        try append(segment, partialFrame + [UInt8](repeating: 0, count: 8_192))
+        store = try sandbox.open(testOptions())
+        // The unfinished frame counts whole: its header says how long the write was.
+        let frameLength = Int(partialFrame[0]) | Int(partialFrame[1]) << 8
+        #expect(store.recovery.tornTailBytes == frameLength)
+        #expect(store.recovery.damage.isEmpty)
+        #expect(store.recovery.corruptedRecords == 0)
+        #expect(store.recovery.records == 5)
+        #expect(try await store.get("a", id: "r0")?.value == value("r0"))
+        #expect(fileBytes(segment).count == logical)
+        store.close()
+    }
+
+    @Test func damageInsideABatchDropsTheWholeBatchAndKeepsTheNextOnes() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        try await store.put("a", id: "before", value: value("before"))
+        try await store.commit([
+            .put(collection: "a", id: "x1", value: value("x1"), condition: .absent),
+            .put(collection: "a", id: "x2", value: value("x2"), condition: .absent),
+            .put(collection: "a", id: "x3", value: value("x3"), condition: .absent),
+        ])
+        try await store.put("a", id: "after", value: value("after"))
+        let middle = store.state.withLock { $0.index[$0.index.find("a", "x2")!].location }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        let segment = sandbox.segmentFiles().last!
+        try patch(segment, at: Int(middle.offset) + 4, with: [0x7F])  // x2's kind byte: not a frame
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.tornTailBytes == 0)
+        #expect(store.recovery.damage.count == 2)  // the damaged range, and the frames dropped with it
+        // x1 came before the damage and x3 after it: neither may stand without x2.
+        for id in ["x1", "x2", "x3"] { #expect(try await store.get("a", id: id) == nil, "\(id)") }
+        #expect(try await store.get("a", id: "before")?.value == value("before"))
+        #expect(try await store.get("a", id: "after")?.value == value("after"))
+        store.close()
+    }
+
+    @Test func aFailedGroupWriteGivesBackItsPreallocatedSpaceAndWritesResume() async throws {
+        let sandbox = try StoreSandbox()
+        let files = FaultInjectingFileSystem()
+        let store = try sandbox.open(testOptions(fileSystem: files, retry: 0))
+        try await store.put("a", id: "one", value: value("one"))
+        let logical = store.state.withLock { $0.activeSize }
+        files.writeFailure.withLock { $0 = ENOSPC }
+        await #expect(throws: StoreError.self) { try await store.put("a", id: "two", value: value("two")) }
+        #expect(store.state.withLock { $0.activeAllocated } == logical)
+        files.writeFailure.withLock { $0 = nil }
+        try await store.put("a", id: "three", value: value("three"))
+        #expect(try await store.get("a", id: "one")?.value == value("one"))
+        #expect(try await store.get("a", id: "two") == nil)
+        #expect(try await store.get("a", id: "three")?.value == value("three"))
+        store.close()
+    }
+}
