@@ -26,13 +26,13 @@ struct StoreSuite: BenchSuite {
 
     func run(in context: SuiteContext, notes: inout [String]) throws -> [Comparison] {
         notes.append(
-            "CardVault side: EncryptedFileStore (sealing each value with AES-256-GCM, group commit: one write + "
-                + "fdatasync per group) in bench/.build/tmp, \(Self.recordBytes - 64)-byte values, one put per call "
-                + "from N concurrent tasks.")
+            "CardVault side: EncryptedFileStore (sealing each value with AES-256-GCM; group commit: one write + "
+                + "fdatasync per group into a segment kept 4 MiB preallocated in zeros) in bench/.build/tmp, "
+                + "\(Self.recordBytes - 64)-byte values, one put per call from N concurrent tasks.")
         notes.append(
-            "Anchor: bench/c/fsync_baseline.c appends \(Self.recordBytes)-byte records, one write + fsync per batch of "
-                + "1/16/64 records, in bench/.build/tmp (the repository's filesystem); its latency is the commit "
-                + "time of a batch (p50/p99/p99.9 only).")
+            "Anchor: bench/c/fsync_baseline.c appends \(Self.recordBytes)-byte records, one write + fdatasync per batch "
+                + "of 1/16/64 records, with the same 4 MiB of zeros written ahead, in bench/.build/tmp (the "
+                + "repository's filesystem); its latency is the commit time of a batch (p50/p99/p99.9 only).")
         let baseline = BaselineProgram.named("fsync_baseline", in: context)
         let subjectFactory = try StoreSubject.factory(context: context)
         var comparisons: [Comparison] = []
@@ -41,7 +41,7 @@ struct StoreSuite: BenchSuite {
             switch baseline {
             case .success(let program):
                 let directory = try context.temporaryDirectory("fsync")
-                anchor = .measured(Workload(label: "C append + fsync, batch \(writers)") { seconds in
+                anchor = .measured(Workload(label: "C append + fdatasync (preallocated), batch \(writers)") { seconds in
                     let run = try program.run(
                         [directory, String(writers), String(seconds), String(Self.recordBytes)], as: BaselineRun.self)
                     let commit = run.commit_us
