@@ -764,7 +764,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 }
             }
         } catch {
-            fail(group, error: StoreError(.unavailable, "cannot seal a record: \(error)"))
+            let cause = "cannot seal a record: \(error)"
+            fail(group, error: StoreError(.unavailable, "the store cannot write now (\(cause)); reads still work"), cause: cause)
             return false
         }
         group.bytes = bytes
@@ -906,12 +907,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         let text = (error as? FileSystemError)?.message ?? "\(error)"
         options.logger.error("record store write failed; writes refused until it succeeds again", ["error": .string(text)])
-        fail(group, error: StoreError(.unavailable, "the store cannot write now (\(text)); reads still work"))
+        fail(group, error: StoreError(.unavailable, "the store cannot write now (\(text)); reads still work"), cause: text)
     }
 
-    /// Refuses writes for `writeRetryInterval`, forgets the group's pending writes and fails its
-    /// writers and everything queued.
-    private func fail(_ group: Group, error: StoreError) {
+    /// Refuses writes for `writeRetryInterval` (telling writers the `cause`), forgets the group's
+    /// pending writes and fails its writers and everything queued.
+    private func fail(_ group: Group, error: StoreError, cause: String) {
         state.withLock { state in
             for write in group.writes {
                 if write.kind != .relocate, state.pending[write.key]?.group == group.number {
@@ -922,7 +923,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         let queued = intake.withLock { intake -> [QueuedWork] in
             intake.failedAt = options.clock.now
-            intake.failureText = error.message
+            intake.failureText = cause
             defer { intake.queue.removeAll() }
             return intake.queue
         }
