@@ -613,57 +613,74 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var refused: [(Waiter, any Error)] = []
     }
 
-    private enum IntakeDecision {
+    private enum GatherDecision {
         case idle
-        case linger(nanoseconds: UInt64)
         case take([QueuedWork])
+        case linger(until: DispatchTime)
+        case write
     }
 
     private func flushLoop() {
         var lastGroupWaiters = 0
         var lastFlushNanoseconds: UInt64 = 0
-        var lingered = false
+        // The group being gathered: each pull from the queue is checked and sealed at once, so
+        // that sealing overlaps the wait for the writers still coming back.
+        var group: Group?
+        var started: UInt64 = 0
+        var deadline = DispatchTime.now()
         while true {
             wake.wait()
             while true {
-                let decision = intake.withLock { intake -> IntakeDecision in
-                    if intake.queue.isEmpty {
+                let gathered = group?.waiters.count ?? 0
+                let decision = intake.withLock { intake -> GatherDecision in
+                    if !intake.queue.isEmpty {
+                        intake.lingerTarget = 0
+                        defer { intake.queue.removeAll(keepingCapacity: true) }
+                        return .take(intake.queue)
+                    }
+                    guard group != nil else {
                         intake.flusherIdle = true
                         intake.lingerTarget = 0
                         return .idle
                     }
                     // The writers the last group acknowledged are coming back: wait for them (at most
                     // half the last group's flush) rather than paying an fsync for the first few.
-                    if !lingered && intake.queue.count < lastGroupWaiters && !intake.closing {
-                        intake.lingerTarget = lastGroupWaiters
-                        return .linger(nanoseconds: min(max(lastFlushNanoseconds / 2, 20_000), 500_000))
+                    if gathered < lastGroupWaiters && DispatchTime.now() < deadline && !intake.closing {
+                        intake.lingerTarget = lastGroupWaiters - gathered
+                        return .linger(until: deadline)
                     }
                     intake.lingerTarget = 0
-                    defer { intake.queue.removeAll(keepingCapacity: true) }
-                    return .take(intake.queue)
+                    return .write
                 }
                 switch decision {
                 case .idle:
                     lastGroupWaiters = 0
-                case .linger(let nanoseconds):
-                    lingered = true
-                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
+                case .linger(let until):
+                    _ = wake.wait(timeout: until)
                     continue
                 case .take(let queue):
-                    lingered = false
-                    let (planned, key, numbered) = state.withLock { state in
+                    if group == nil {
+                        started = DispatchTime.now().uptimeNanoseconds
+                        deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds / 2, 20_000), 500_000)))
+                        group = state.withLock { state in
+                            defer { state.nextGroup += 1 }
+                            return Group(number: state.nextGroup)
+                        }
+                    }
+                    var gathering = group!
+                    let firstWrite = gathering.writes.count
+                    let (planned, key) = state.withLock { state in
                         let key = keyRing.currentKey()
-                        var group = Group(number: state.nextGroup)
-                        state.nextGroup += 1
-                        return (plan(queue, group: &group, key: key.version, in: &state), key, group)
+                        return (plan(queue, group: &gathering, key: key.version, in: &state), key)
                     }
-                    var group = numbered
                     for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
-                    let started = DispatchTime.now().uptimeNanoseconds
-                    if seal(planned, into: &group, key: key) {
-                        lastGroupWaiters = group.waiters.count
-                        if flush(group) { lastFlushNanoseconds = DispatchTime.now().uptimeNanoseconds - started }
-                    }
+                    group = seal(planned, into: gathering, from: firstWrite, key: key)
+                    continue
+                case .write:
+                    let full = group!
+                    group = nil
+                    lastGroupWaiters = full.waiters.count
+                    if flush(full) { lastFlushNanoseconds = DispatchTime.now().uptimeNanoseconds - started }
                     continue
                 }
                 break
@@ -722,9 +739,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         return planned
     }
 
-    /// Seals the planned writes into the group's bytes, in the order `plan` listed them, and
-    /// fills in each frame's offset and length. On a sealing failure the whole group fails.
-    private func seal(_ planned: PlannedGroup, into group: inout Group, key: (version: UInt32, key: SymmetricKey)) -> Bool {
+    /// Seals the planned writes onto the group's bytes, in the order `plan` listed them (its
+    /// writes from `firstWrite` on), and fills in each frame's offset and length.
+    /// - Returns: the group, or nil when sealing failed and the whole group was failed.
+    private func seal(
+        _ planned: PlannedGroup, into group: Group, from firstWrite: Int, key: (version: UInt32, key: SymmetricKey)
+    ) -> Group? {
+        var group = group
         for entry in planned.entries {
             switch entry {
             case .batch(let writes, let versions, let waiter):
@@ -737,8 +758,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 group.waiters.append((waiter, []))
             }
         }
-        var bytes: [UInt8] = []
-        var position = 0
+        var bytes = group.bytes
+        group.bytes = []
+        var position = firstWrite
         do {
             for entry in planned.entries {
                 switch entry {
@@ -766,10 +788,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         } catch {
             let cause = "cannot seal a record: \(error)"
             fail(group, error: StoreError(.unavailable, "the store cannot write now (\(cause)); reads still work"), cause: cause)
-            return false
+            return nil
         }
         group.bytes = bytes
-        return true
+        return group
     }
 
     /// Appends the frame of one write: a put's value sealed under `key`, or a delete.
