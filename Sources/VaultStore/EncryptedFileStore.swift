@@ -113,12 +113,13 @@ public struct StoreStatistics: Sendable, Equatable {
 /// ``RecordFrame``s), `index.checkpoint` (see ``IndexCheckpoint``) and, while the daemon runs,
 /// `admin.sock`.
 ///
-/// Writers queue their writes and wait. One flusher thread takes everything queued as a group:
-/// checks the conditions in queue order (one lock for the group), seals the values, appends the
-/// frames in one `write` and one `fdatasync` (group commit), updates the index, then acknowledges
-/// every writer of the group. When the last group was bigger than what is queued, the flusher
-/// waits briefly for the writers it just acknowledged (bounded by half an fsync), so that a
-/// closed loop of N writers shares one fsync instead of splitting into two alternating halves.
+/// Writers queue their writes and wait. One flusher thread forms groups: it takes what is queued,
+/// checks the conditions in queue order (one lock per pull) and seals the values at once; while
+/// fewer writers are gathered than the last group acknowledged, it waits for more (bounded by
+/// half the last group's flush) and seals those too, so sealing overlaps the writers' return and
+/// a closed loop of N writers shares one fsync instead of splitting into two alternating halves.
+/// Then it appends the group in one `write` and one `fdatasync` (group commit), updates the
+/// index, and acknowledges every writer of the group.
 /// Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
@@ -626,7 +627,6 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         // The group being gathered: each pull from the queue is checked and sealed at once, so
         // that sealing overlaps the wait for the writers still coming back.
         var group: Group?
-        var started: UInt64 = 0
         var deadline = DispatchTime.now()
         while true {
             wake.wait()
@@ -660,7 +660,6 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     continue
                 case .take(let queue):
                     if group == nil {
-                        started = DispatchTime.now().uptimeNanoseconds
                         deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds / 2, 20_000), 500_000)))
                         group = state.withLock { state in
                             defer { state.nextGroup += 1 }
@@ -680,6 +679,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     let full = group!
                     group = nil
                     lastGroupWaiters = full.waiters.count
+                    let started = DispatchTime.now().uptimeNanoseconds
                     if flush(full) { lastFlushNanoseconds = DispatchTime.now().uptimeNanoseconds - started }
                     continue
                 }
