@@ -659,21 +659,25 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     _ = wake.wait(timeout: until)
                     continue
                 case .take(let queue):
-                    if group == nil {
+                    // Held alone while it grows, so that its bytes are appended in place.
+                    var gathering: Group
+                    if let started = group {
+                        gathering = started
+                        group = nil
+                    } else {
                         deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds / 2, 20_000), 500_000)))
-                        group = state.withLock { state in
+                        gathering = state.withLock { state in
                             defer { state.nextGroup += 1 }
                             return Group(number: state.nextGroup)
                         }
                     }
-                    var gathering = group!
                     let firstWrite = gathering.writes.count
                     let (planned, key) = state.withLock { state in
                         let key = keyRing.currentKey()
                         return (plan(queue, group: &gathering, key: key.version, in: &state), key)
                     }
                     for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
-                    group = seal(planned, into: gathering, from: firstWrite, key: key)
+                    if seal(planned, into: &gathering, from: firstWrite, key: key) { group = gathering }
                     continue
                 case .write:
                     let full = group!
@@ -741,11 +745,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// Seals the planned writes onto the group's bytes, in the order `plan` listed them (its
     /// writes from `firstWrite` on), and fills in each frame's offset and length.
-    /// - Returns: the group, or nil when sealing failed and the whole group was failed.
+    /// - Returns: false when sealing failed and the whole group was failed.
     private func seal(
-        _ planned: PlannedGroup, into group: Group, from firstWrite: Int, key: (version: UInt32, key: SymmetricKey)
-    ) -> Group? {
-        var group = group
+        _ planned: PlannedGroup, into group: inout Group, from firstWrite: Int, key: (version: UInt32, key: SymmetricKey)
+    ) -> Bool {
         for entry in planned.entries {
             switch entry {
             case .batch(let writes, let versions, let waiter):
@@ -788,10 +791,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         } catch {
             let cause = "cannot seal a record: \(error)"
             fail(group, error: StoreError(.unavailable, "the store cannot write now (\(cause)); reads still work"), cause: cause)
-            return nil
+            return false
         }
         group.bytes = bytes
-        return group
+        return true
     }
 
     /// Appends the frame of one write: a put's value sealed under `key`, or a delete.
