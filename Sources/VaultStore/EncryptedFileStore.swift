@@ -605,9 +605,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private struct PlannedGroup {
         enum Entry {
             /// An accepted batch: its writes and the version of each (nil: nothing to write).
-            case batch([RecordWrite], versions: [UInt64?], Waiter)
+            case batch([RecordWrite], versions: [UInt64?])
             /// The relocation frames kept.
-            case relocations([[UInt8]], Waiter)
+            case relocations([[UInt8]])
         }
         /// In queue order, which is the order of the group's ``StagedWrite``s.
         var entries: [Entry] = []
@@ -696,7 +696,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     }
 
     /// Checks the conditions of the queued work in order, under the lock: accepted writes become
-    /// pending (so later work in the queue sees them), refused ones are answered with the reason.
+    /// pending (so later work in the queue sees them) and their callers join the group's waiters;
+    /// refused ones are returned to be answered with the reason.
     private func plan(_ queue: [QueuedWork], group: inout Group, key: UInt32, in state: inout State) -> PlannedGroup {
         var planned = PlannedGroup()
         for work in queue {
@@ -721,7 +722,15 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                             kind: isPut ? .put : .delete, key: recordKey, offset: 0, length: 0,
                             keyVersion: isPut ? key : 0, version: version))
                 }
-                planned.entries.append(.batch(writes, versions: versions, waiter))
+                planned.entries.append(.batch(writes, versions: versions))
+                group.waiters.append(
+                    (
+                        waiter,
+                        zip(writes, versions).map { write, version in
+                            if case .delete = write { return 0 }
+                            return version ?? 0
+                        }
+                    ))
             case .relocations(let relocations, let requireCurrentKey, let waiter):
                 var frames: [[UInt8]] = []
                 for relocation in relocations {
@@ -737,7 +746,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                             keyVersion: relocation.keyVersion, version: relocation.expected.version))
                     frames.append(relocation.frame)
                 }
-                planned.entries.append(.relocations(frames, waiter))
+                planned.entries.append(.relocations(frames))
+                group.waiters.append((waiter, []))
             }
         }
         return planned
@@ -749,25 +759,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private func seal(
         _ planned: PlannedGroup, into group: inout Group, from firstWrite: Int, key: (version: UInt32, key: SymmetricKey)
     ) -> Bool {
-        for entry in planned.entries {
-            switch entry {
-            case .batch(let writes, let versions, let waiter):
-                let answers = zip(writes, versions).map { write, version -> UInt64 in
-                    if case .delete = write { return 0 }
-                    return version ?? 0
-                }
-                group.waiters.append((waiter, answers))
-            case .relocations(_, let waiter):
-                group.waiters.append((waiter, []))
-            }
-        }
         var bytes = group.bytes
         group.bytes = []
         var position = firstWrite
         do {
             for entry in planned.entries {
                 switch entry {
-                case .batch(let writes, let versions, _):
+                case .batch(let writes, let versions):
                     let first = versions.firstIndex { $0 != nil }
                     let last = versions.lastIndex { $0 != nil }
                     for (index, (write, version)) in zip(writes, versions).enumerated() {
@@ -780,7 +778,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         group.writes[position].length = bytes.count - start
                         position += 1
                     }
-                case .relocations(let frames, _):
+                case .relocations(let frames):
                     for frame in frames {
                         group.writes[position].offset = bytes.count
                         bytes.append(contentsOf: frame)

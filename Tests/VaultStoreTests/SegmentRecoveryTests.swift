@@ -12,6 +12,16 @@ import Glibc
 @Suite struct SegmentRecoveryTests {
     private func value(_ id: String) -> [UInt8] { Array("value of \(id)".utf8) }
 
+    /// Writes `count` records r0, r1, … and closes the store without its checkpoint (so reopening
+    /// replays the log); returns the last segment's path.
+    private func closedWithRecords(_ count: Int, in sandbox: StoreSandbox) async throws -> String {
+        let store = try sandbox.open(testOptions())
+        for index in 0..<count { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        return sandbox.segmentFiles().last!
+    }
+
     @Test func theActiveSegmentIsPreallocatedWhileOpenAndExactAfterClose() async throws {
         let sandbox = try StoreSandbox()
         let store = try sandbox.open(testOptions(segmentBytes: 64 << 10))
@@ -27,15 +37,11 @@ import Glibc
 
     @Test func zerosAfterTheLastBatchAreTheEndNotATornTail() async throws {
         let sandbox = try StoreSandbox()
-        var store = try sandbox.open(testOptions())
-        for index in 0..<12 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
-        store.close()
-        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
-        let segment = sandbox.segmentFiles().last!
+        let segment = try await closedWithRecords(12, in: sandbox)
         let logical = fileBytes(segment).count
         // What a killed process leaves: preallocated zeros after the last group.
         try append(segment, [UInt8](repeating: 0, count: 20_000))
-        store = try sandbox.open(testOptions())
+        var store = try sandbox.open(testOptions())
         #expect(store.recovery.tornTailBytes == 0)
         #expect(store.recovery.damage.isEmpty)
         #expect(store.recovery.records == 12)
@@ -51,15 +57,11 @@ import Glibc
 
     @Test func anUnfinishedBatchBeforePreallocatedZerosIsTorn() async throws {
         let sandbox = try StoreSandbox()
-        var store = try sandbox.open(testOptions())
-        for index in 0..<5 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
-        store.close()
-        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
-        let segment = sandbox.segmentFiles().last!
+        let segment = try await closedWithRecords(5, in: sandbox)
         let logical = fileBytes(segment).count
         let partialFrame = Array(fileBytes(segment)[16..<56])
         try append(segment, partialFrame + [UInt8](repeating: 0, count: 8_192))
-        store = try sandbox.open(testOptions())
+        let store = try sandbox.open(testOptions())
         // The unfinished frame counts whole: its header says how long the write was.
         let frameLength = Int(partialFrame[0]) | Int(partialFrame[1]) << 8
         #expect(store.recovery.tornTailBytes == frameLength)
