@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "VaultCore", swiftSettings: swiftSettings),
         .target(name: "VaultCrypto", dependencies: ["COpenSSL", "CShims", "VaultCore"], swiftSettings: swiftSettings),
         .target(name: "CardKit", swiftSettings: swiftSettings),
-        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultCore"], swiftSettings: swiftSettings),
+        .target(name: "VaultStore", dependencies: ["CShims", "VaultCrypto", "VaultCore"], swiftSettings: swiftSettings),
         .target(
             name: "Payments",
             dependencies: ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"],

@@ -115,11 +115,12 @@ public struct StoreStatistics: Sendable, Equatable {
 ///
 /// Writers queue their writes and wait. One flusher thread forms groups: it takes what is queued,
 /// checks the conditions in queue order (one lock per pull) and seals the values at once; while
-/// fewer writers are gathered than the last group acknowledged, it waits for more (bounded by
-/// half the last group's flush) and seals those too, so sealing overlaps the writers' return and
-/// a closed loop of N writers shares one fsync instead of splitting into two alternating halves.
-/// Then it appends the group in one `write` and one `fdatasync` (group commit), updates the
-/// index, and acknowledges every writer of the group.
+/// fewer writers are gathered than it expects back (those the last group acknowledged, plus those
+/// that queued while it was written), it waits for more (bounded by the last group's flush) and
+/// seals those too, so sealing overlaps the writers' return and a closed loop of N writers shares
+/// one fsync instead of splitting into alternating parts. Then it appends the group in one
+/// `write` and one `fdatasync` (group commit), acknowledges every writer of the group and updates
+/// the index, both under the index lock, so a writer's next read already sees its write.
 /// Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
@@ -152,9 +153,29 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
     }
 
+    /// A record's names, hashed once when made: the flusher looks each write's key up and stores
+    /// and removes it in the pending map, so its hash is computed once rather than each time.
     struct RecordKey: Hashable {
-        var collection: String
-        var id: String
+        let collection: String
+        let id: String
+        private let hash: UInt64
+
+        init(collection: String, id: String) {
+            self.collection = collection
+            self.id = id
+            // FNV-1a over "collection/id" ('/' is in no name); the dictionary mixes it further.
+            var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+            for byte in collection.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            hash = (hash ^ 0x2F) &* 0x0000_0100_0000_01B3
+            for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            self.hash = hash
+        }
+
+        static func == (left: RecordKey, right: RecordKey) -> Bool {
+            left.hash == right.hash && left.id == right.id && left.collection == right.collection
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
     /// A caller waiting for its writes, resumed with the version each write wrote.
@@ -163,7 +184,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// Work queued for the flusher, in arrival order.
     enum QueuedWork {
         /// A caller's atomic batch of writes.
-        case writes([RecordWrite], Waiter)
+        case writes(QueuedBatch, Waiter)
         /// Frames that replace records' current frames if those are still where they were
         /// (compaction, rewrap); `requireCurrentKey` drops those not under the current data key.
         case relocations([Relocation], requireCurrentKey: Bool, Waiter)
@@ -193,17 +214,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// What the flusher appends with one `write` and one `fdatasync`.
     struct Group {
-        var number: UInt64
         var bytes: [UInt8] = []
         var writes: [StagedWrite] = []
         /// The callers, with the versions to answer each.
         var waiters: [(Waiter, [UInt64])] = []
-    }
-
-    struct Pending {
-        /// 0 when the pending write is a delete.
-        var version: UInt64
-        var group: UInt64
     }
 
     /// What writers and the flusher share, under its own lock so that queueing a write never
@@ -220,9 +234,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     struct State {
         var index: RecordIndex
-        var pending: [RecordKey: Pending] = [:]
-        /// The number of the next group the flusher forms.
-        var nextGroup: UInt64 = 1
+        /// The version each write of the group being formed gives its record (0: deleted), for
+        /// the conditions of the writes after it.
+        var pending: [RecordKey: UInt64] = [:]
         var segments: [UInt32: Segment]
         var segmentSizes: [UInt32: Int]
         var active: Segment
@@ -240,6 +254,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var recoveryDamage: [String]
         var commitGroups = 0
         var committedWaiters = 0
+
+        /// Forgets the pending writes and in-flight key counts of the group just written or
+        /// failed: the flusher forms and writes one group at a time, so they are all that group's.
+        mutating func forgetGroupInFlight() {
+            pending.removeAll(keepingCapacity: true)
+            inFlightKeyVersions.removeAll(keepingCapacity: true)
+        }
     }
 
     // MARK: Opening
@@ -521,8 +542,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 throw StoreError(.invalidArgument, "a record value may hold at most \(RecordFrame.maximumValueSize) bytes")
             }
         }
+        let batch = QueuedBatch(writes)
         return try await withUnsafeThrowingContinuation { (waiter: Waiter) in
-            enqueue(.writes(writes, waiter))
+            enqueue(.writes(batch, waiter))
         }
     }
 
@@ -555,17 +577,16 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// Checks every condition against the durable index and the writes not yet durable.
     /// - Returns: per write, the version it writes (a delete: the version it removes), or nil for
     ///   the delete of an absent record, which writes nothing.
-    static func resolve(_ writes: [RecordWrite], _ state: State) throws -> [UInt64?] {
+    static func resolve(_ writes: [RecordWrite], keys: [RecordKey], _ state: State) throws -> [UInt64?] {
         var local: [RecordKey: UInt64] = [:]
         var result: [UInt64?] = []
         result.reserveCapacity(writes.count)
-        for write in writes {
-            let key = RecordKey(collection: write.collection, id: write.id)
+        for (write, key) in zip(writes, keys) {
             let current: UInt64
             if writes.count > 1, let staged = local[key] {
                 current = staged
             } else if let pending = state.pending[key] {
-                current = pending.version
+                current = pending
             } else if let entry = state.index.find(write.collection, write.id) {
                 current = state.index[entry].location.version
             } else {
@@ -623,13 +644,25 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     private func flushLoop() {
         var lastGroupWaiters = 0
+        // The callers the group being gathered waits for: those queued when it started (they came
+        // while the last group was written) and those the last group acknowledged, which a closed
+        // loop of writers sends back.
+        var expectedWaiters = 0
+        var queuedDuringFlush = 0
         var lastFlushNanoseconds: UInt64 = 0
         // The group being gathered: each pull from the queue is checked and sealed at once, so
         // that sealing overlaps the wait for the writers still coming back.
         var group: Group?
         var deadline = DispatchTime.now()
+        var idleSince: UInt64 = 0
         while true {
             wake.wait()
+            // The writers of the last group come back within about one flush; after a longer
+            // pause they are not a closed loop, so nothing is waited for.
+            if DispatchTime.now().uptimeNanoseconds - idleSince > max(2 * lastFlushNanoseconds, 1_000_000) {
+                lastGroupWaiters = 0
+                queuedDuringFlush = 0
+            }
             while true {
                 let gathered = group?.waiters.count ?? 0
                 let decision = intake.withLock { intake -> GatherDecision in
@@ -644,9 +677,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         return .idle
                     }
                     // The writers the last group acknowledged are coming back: wait for them (at most
-                    // half the last group's flush) rather than paying an fsync for the first few.
-                    if gathered < lastGroupWaiters && DispatchTime.now() < deadline && !intake.closing {
-                        intake.lingerTarget = lastGroupWaiters - gathered
+                    // as long as the last group's flush took) rather than paying an fsync for the
+                    // first few.
+                    if gathered < expectedWaiters && DispatchTime.now() < deadline && !intake.closing {
+                        intake.lingerTarget = expectedWaiters - gathered
                         return .linger(until: deadline)
                     }
                     intake.lingerTarget = 0
@@ -654,7 +688,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 }
                 switch decision {
                 case .idle:
-                    lastGroupWaiters = 0
+                    idleSince = DispatchTime.now().uptimeNanoseconds
                 case .linger(let until):
                     _ = wake.wait(timeout: until)
                     continue
@@ -665,11 +699,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         gathering = started
                         group = nil
                     } else {
-                        deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds / 2, 20_000), 500_000)))
-                        gathering = state.withLock { state in
-                            defer { state.nextGroup += 1 }
-                            return Group(number: state.nextGroup)
-                        }
+                        expectedWaiters = queuedDuringFlush + lastGroupWaiters
+                        deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds, 20_000), 1_000_000)))
+                        gathering = Group()
                     }
                     let firstWrite = gathering.writes.count
                     let (planned, key) = state.withLock { state in
@@ -684,7 +716,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     group = nil
                     lastGroupWaiters = full.waiters.count
                     let started = DispatchTime.now().uptimeNanoseconds
-                    if flush(full) { lastFlushNanoseconds = DispatchTime.now().uptimeNanoseconds - started }
+                    queuedDuringFlush = 0
+                    if let queued = flush(full) {
+                        lastFlushNanoseconds = DispatchTime.now().uptimeNanoseconds - started
+                        queuedDuringFlush = queued
+                    }
                     continue
                 }
                 break
@@ -700,23 +736,25 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// refused ones are returned to be answered with the reason.
     private func plan(_ queue: [QueuedWork], group: inout Group, key: UInt32, in state: inout State) -> PlannedGroup {
         var planned = PlannedGroup()
+        var puts = 0
+        defer { if puts > 0 { state.inFlightKeyVersions[key, default: 0] += puts } }
         for work in queue {
             switch work {
-            case .writes(let writes, let waiter):
+            case .writes(let batch, let waiter):
+                let (writes, keys) = (batch.writes, batch.keys)
                 let versions: [UInt64?]
                 do {
-                    versions = try Self.resolve(writes, state)
+                    versions = try Self.resolve(writes, keys: keys, state)
                 } catch {
                     planned.refused.append((waiter, error))
                     continue
                 }
-                for (write, version) in zip(writes, versions) {
+                for (write, (recordKey, version)) in zip(writes, zip(keys, versions)) {
                     guard let version else { continue }  // deleting an absent record
-                    let recordKey = RecordKey(collection: write.collection, id: write.id)
                     let isPut: Bool
                     if case .put = write { isPut = true } else { isPut = false }
-                    state.pending[recordKey] = Pending(version: isPut ? version : 0, group: group.number)
-                    if isPut { state.inFlightKeyVersions[key, default: 0] += 1 }
+                    state.pending[recordKey] = isPut ? version : 0
+                    if isPut { puts += 1 }
                     group.writes.append(
                         StagedWrite(
                             kind: isPut ? .put : .delete, key: recordKey, offset: 0, length: 0,
@@ -804,14 +842,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         case .put(let collection, let id, let value, _):
             try withBytes(collection) { collectionBytes in
                 try withBytes(id) { idBytes in
-                    let aad = RecordFrame.authenticatedData(
-                        kind: .put, collection: collectionBytes, id: idBytes, keyVersion: key.version,
-                        recordVersion: version)
-                    let sealed = try AESGCM.seal(value, using: key.key, authenticating: aad)
-                    sealed.withUnsafeBytes { sealedBytes in
-                        RecordFrame.append(
-                            to: &bytes, kind: .put, flags: flags, collection: collectionBytes, id: idBytes,
-                            keyVersion: key.version, recordVersion: version, sealed: sealedBytes)
+                    try value.withUnsafeBytes { valueBytes in
+                        try RecordFrame.appendPut(
+                            to: &bytes, flags: flags, collection: collectionBytes, id: idBytes, keyVersion: key.version,
+                            recordVersion: version, value: valueBytes, key: key.key)
                     }
                 }
             }
@@ -827,11 +861,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     }
 
     /// Appends the group and syncs it, updates the index, then acknowledges its writers.
-    /// - Returns: whether the group reached the disk.
-    private func flush(_ group: Group) -> Bool {
+    /// - Returns: the number of callers that queued while the group was written, or nil if it
+    ///   wrote nothing or failed.
+    private func flush(_ group: Group) -> Int? {
         if group.writes.isEmpty {
             for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
-            return false
+            return nil
         }
         let (active, size, allocatedBefore) = state.withLock { ($0.active, $0.activeSize, $0.activeAllocated) }
         var segment = active
@@ -850,9 +885,16 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             try segment.file.sync()
         } catch {
             fail(group, segment: segment, offset: offset, error: error)
-            return false
+            return nil
+        }
+        let queued = intake.withLock { intake in
+            intake.failedAt = nil
+            return intake.queue.count
         }
         let (checkpointDue, compactionDue) = state.withLock { state in
+            // The writers are answered before the index is updated, under the lock: their way
+            // back overlaps the update, and a read of theirs waits for it.
+            for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
             if state.active !== segment {
                 state.active = segment
                 state.segments[segment.number] = segment
@@ -870,15 +912,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             if checkpointDue { state.checkpointScheduled = true }
             return (checkpointDue, compactionWanted(state))
         }
-        intake.withLock { $0.failedAt = nil }
-        for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
         if checkpointDue {
             DispatchQueue.global().async { [self] in
                 try? writeCheckpoint()
             }
         }
         if compactionDue { startAutomaticCompaction() }
-        return true
+        return queued
     }
 
     private func apply(_ group: Group, segment: UInt32, base: UInt64, to state: inout State) {
@@ -898,11 +938,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     state.index.relocate(entry: entry, to: location)
                 }
             }
-            if write.kind != .relocate, state.pending[write.key]?.group == group.number {
-                state.pending[write.key] = nil
-            }
-            if write.kind != .delete { state.inFlightKeyVersions[write.keyVersion, default: 0] -= 1 }
         }
+        state.forgetGroupInFlight()
     }
 
     /// A write or sync failed: undo the partial append, refuse writes for a while, fail the
@@ -936,14 +973,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// Refuses writes for `writeRetryInterval` (telling writers the `cause`), forgets the group's
     /// pending writes and fails its writers and everything queued.
     private func fail(_ group: Group, error: StoreError, cause: String) {
-        state.withLock { state in
-            for write in group.writes {
-                if write.kind != .relocate, state.pending[write.key]?.group == group.number {
-                    state.pending[write.key] = nil
-                }
-                if write.kind != .delete { state.inFlightKeyVersions[write.keyVersion, default: 0] -= 1 }
-            }
-        }
+        state.withLock { $0.forgetGroupInFlight() }
         let queued = intake.withLock { intake -> [QueuedWork] in
             intake.failedAt = options.clock.now
             intake.failureText = cause

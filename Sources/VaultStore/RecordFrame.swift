@@ -52,16 +52,16 @@ enum RecordFrame {
     static func authenticatedData(
         kind: Kind, collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64
     ) -> [UInt8] {
-        var aad: [UInt8] = []
-        aad.reserveCapacity(20 + collection.count + id.count)
-        aad.append(contentsOf: [0x63, 0x76, 0x72, 0x31, kind.rawValue])  // "cvr1"
-        appendInteger(&aad, keyVersion)
-        appendInteger(&aad, recordVersion)
-        aad.append(UInt8(collection.count))
-        aad.append(contentsOf: collection)
-        aad.append(UInt8(id.count))
-        aad.append(contentsOf: id)
-        return aad
+        [UInt8](unsafeUninitializedCapacity: authenticatedDataSize(collection: collection, id: id)) { buffer, count in
+            writeAuthenticatedData(
+                into: UnsafeMutableRawBufferPointer(buffer), kind: kind, collection: collection, id: id,
+                keyVersion: keyVersion, recordVersion: recordVersion)
+            count = buffer.count
+        }
+    }
+
+    static func authenticatedDataSize(collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) -> Int {
+        19 + collection.count + id.count
     }
 
     /// Appends a complete frame to `output`. `sealed` is empty for a delete.
@@ -69,26 +69,92 @@ enum RecordFrame {
         to output: inout [UInt8], kind: Kind, flags: UInt8, collection: UnsafeRawBufferPointer,
         id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64, sealed: UnsafeRawBufferPointer
     ) {
-        let start = output.count
-        let length = fixedHeaderSize + collection.count + id.count + sealed.count + trailerSize
-        appendInteger(&output, UInt32(length))
-        output.append(kind.rawValue)
-        output.append(flags)
-        output.append(UInt8(collection.count))
-        output.append(UInt8(id.count))
-        appendInteger(&output, keyVersion)
-        appendInteger(&output, recordVersion)
-        appendInteger(&output, UInt32(0))  // header CRC, filled below
-        output.append(contentsOf: collection)
-        output.append(contentsOf: id)
-        output.append(contentsOf: sealed)
-        output.withUnsafeMutableBytes { bytes in
-            let frame = UnsafeMutableRawBufferPointer(rebasing: bytes[start...])
-            let headerCRC = headerChecksum(UnsafeRawBufferPointer(frame), namesLength: collection.count + id.count)
-            frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
+        appendFrame(
+            to: &output, kind: kind, flags: flags, collection: collection, id: id, keyVersion: keyVersion,
+            recordVersion: recordVersion, sealedCount: sealed.count
+        ) { body in
+            body.copyMemory(from: sealed)
         }
-        let frameCRC = output.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[start...])) }
-        appendInteger(&output, frameCRC)
+    }
+
+    /// Appends the complete frame of a put, sealing `value` straight into it (the AAD is built on
+    /// the stack), so that sealing allocates nothing beyond the growth of `output`.
+    static func appendPut(
+        to output: inout [UInt8], flags: UInt8, collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer,
+        keyVersion: UInt32, recordVersion: UInt64, value: UnsafeRawBufferPointer, key: SymmetricKey,
+        random: RandomPool = .shared
+    ) throws {
+        try appendFrame(
+            to: &output, kind: .put, flags: flags, collection: collection, id: id, keyVersion: keyVersion,
+            recordVersion: recordVersion, sealedCount: AESGCM.overhead + value.count
+        ) { sealed in
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: sealed[0..<AESGCM.nonceSize])
+            random.fill(nonce)
+            let tagStart = AESGCM.nonceSize + value.count
+            try withUnsafeTemporaryAllocation(
+                byteCount: authenticatedDataSize(collection: collection, id: id), alignment: 8
+            ) { aad in
+                writeAuthenticatedData(
+                    into: aad, kind: .put, collection: collection, id: id, keyVersion: keyVersion,
+                    recordVersion: recordVersion)
+                try AESGCM.sealDetached(
+                    value, key: key, nonce: UnsafeRawBufferPointer(nonce), aad: UnsafeRawBufferPointer(aad),
+                    ciphertext: UnsafeMutableRawBufferPointer(rebasing: sealed[AESGCM.nonceSize..<tagStart]),
+                    tag: UnsafeMutableRawBufferPointer(rebasing: sealed[tagStart..<tagStart + AESGCM.tagSize]))
+            }
+        }
+    }
+
+    /// Grows `output` by one frame: writes its header and names, lets `fill` write the
+    /// `sealedCount` bytes of the sealed value, then the frame CRC.
+    private static func appendFrame(
+        to output: inout [UInt8], kind: Kind, flags: UInt8, collection: UnsafeRawBufferPointer,
+        id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64, sealedCount: Int,
+        fill: (UnsafeMutableRawBufferPointer) throws -> Void
+    ) rethrows {
+        let start = output.count
+        let namesEnd = fixedHeaderSize + collection.count + id.count
+        let length = namesEnd + sealedCount + trailerSize
+        output.append(contentsOf: repeatElement(0, count: length))
+        do {
+            try output.withUnsafeMutableBytes { whole in
+                let frame = UnsafeMutableRawBufferPointer(rebasing: whole[start..<start + length])
+                frame.storeBytes(of: UInt32(length).littleEndian, toByteOffset: 0, as: UInt32.self)
+                frame[4] = kind.rawValue
+                frame[5] = flags
+                frame[6] = UInt8(collection.count)
+                frame[7] = UInt8(id.count)
+                frame.storeBytes(of: keyVersion.littleEndian, toByteOffset: 8, as: UInt32.self)
+                frame.storeBytes(of: recordVersion.littleEndian, toByteOffset: 12, as: UInt64.self)
+                UnsafeMutableRawBufferPointer(rebasing: frame[fixedHeaderSize...]).copyMemory(from: collection)
+                UnsafeMutableRawBufferPointer(rebasing: frame[(fixedHeaderSize + collection.count)...]).copyMemory(from: id)
+                let headerCRC = headerChecksum(UnsafeRawBufferPointer(frame), namesLength: collection.count + id.count)
+                frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
+                try fill(UnsafeMutableRawBufferPointer(rebasing: frame[namesEnd..<namesEnd + sealedCount]))
+                let body = UnsafeRawBufferPointer(rebasing: frame[0..<length - trailerSize])
+                frame.storeBytes(of: CRC32C.checksum(body).littleEndian, toByteOffset: length - trailerSize, as: UInt32.self)
+            }
+        } catch {
+            output.removeLast(length)
+            throw error
+        }
+    }
+
+    /// Writes the AAD of ``authenticatedData(kind:collection:id:keyVersion:recordVersion:)`` into
+    /// `output`, which holds exactly ``authenticatedDataSize(collection:id:)`` bytes:
+    /// "cvr1", kind, key version (u32), record version (u64), then each name after its length.
+    private static func writeAuthenticatedData(
+        into output: UnsafeMutableRawBufferPointer, kind: Kind, collection: UnsafeRawBufferPointer,
+        id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64
+    ) {
+        output.storeBytes(of: UInt32(0x3172_7663).littleEndian, toByteOffset: 0, as: UInt32.self)  // "cvr1"
+        output[4] = kind.rawValue
+        output.storeBytes(of: keyVersion.littleEndian, toByteOffset: 5, as: UInt32.self)
+        output.storeBytes(of: recordVersion.littleEndian, toByteOffset: 9, as: UInt64.self)
+        output[17] = UInt8(collection.count)
+        UnsafeMutableRawBufferPointer(rebasing: output[18...]).copyMemory(from: collection)
+        output[18 + collection.count] = UInt8(id.count)
+        UnsafeMutableRawBufferPointer(rebasing: output[(19 + collection.count)...]).copyMemory(from: id)
     }
 
     /// Sets the flags of a complete frame held in `frame` and recomputes both CRCs.

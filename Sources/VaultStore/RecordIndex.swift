@@ -14,7 +14,9 @@ struct RecordLocation: Equatable, Sendable {
 ///
 /// Built for a small footprint (about 70–100 bytes per record): ids live in one byte arena,
 /// entries are 32-byte structs in one array, the hash table is an open-addressing array of
-/// 32-bit entry numbers, and each collection's order is a sorted array of entry numbers plus a
+/// 64-bit slots (the low 32 bits of the record's hash beside its entry number, so that a probe
+/// rarely touches an entry that is not the one sought, and the table grows without rehashing
+/// ids), and each collection's order is a sorted array of entry numbers plus a
 /// small sorted array of recent inserts that is merged in once it grows.
 struct RecordIndex {
     struct Entry {
@@ -44,7 +46,8 @@ struct RecordIndex {
     private var deadKeyBytes = 0
     private(set) var entries: [Entry] = []
     private var freeEntries: [UInt32] = []
-    private var slots: [UInt32] = [UInt32](repeating: 0, count: 64)
+    /// `hash low 32 bits << 32 | entry number + 1`; 0 is empty.
+    private var slots: [UInt64] = [UInt64](repeating: 0, count: 64)
     private var orders: [Order] = []
     /// Live records.
     private(set) var count = 0
@@ -67,13 +70,16 @@ struct RecordIndex {
 
     func find(code: UInt16, key: UnsafeRawBufferPointer) -> Int? {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: Self.hash(code: code, key: key)) & mask
+        let tag = UInt32(truncatingIfNeeded: Self.hash(code: code, key: key))
+        var slot = Int(tag) & mask
         return slots.withUnsafeBufferPointer { slots in
             while true {
                 let value = slots[slot]
                 if value == 0 { return nil }
-                let index = Int(value - 1)
-                if entryMatches(index, code: code, key: key) { return index }
+                if UInt32(truncatingIfNeeded: value >> 32) == tag {
+                    let index = Int(UInt32(truncatingIfNeeded: value)) - 1
+                    if entryMatches(index, code: code, key: key) { return index }
+                }
                 slot = (slot + 1) & mask
             }
         }
@@ -216,21 +222,27 @@ struct RecordIndex {
     }
 
     private mutating func placeInTable(_ index: Int, hash: UInt64) {
+        place(UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(index + 1))
+    }
+
+    /// Puts a slot value in the first free slot from its home (its hash's low bits).
+    private mutating func place(_ value: UInt64) {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
+        var slot = Int(truncatingIfNeeded: value >> 32) & mask
         while slots[slot] != 0 { slot = (slot + 1) & mask }
-        slots[slot] = UInt32(index + 1)
+        slots[slot] = value
     }
 
     private mutating func removeFromTable(_ index: Int, hash: UInt64) {
         let mask = slots.count - 1
+        let value = UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(index + 1)
         var hole = Int(truncatingIfNeeded: hash) & mask
-        while slots[hole] != UInt32(index + 1) { hole = (hole + 1) & mask }
+        while slots[hole] != value { hole = (hole + 1) & mask }
         slots[hole] = 0
         // Backward-shift deletion: move later members of the probe run into the hole.
         var next = (hole + 1) & mask
         while slots[next] != 0 {
-            let home = Int(truncatingIfNeeded: entryHash(Int(slots[next] - 1))) & mask
+            let home = Int(truncatingIfNeeded: slots[next] >> 32) & mask
             let between = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next)
             if between {
                 slots[hole] = slots[next]
@@ -250,14 +262,17 @@ struct RecordIndex {
         }
     }
 
+    /// Doubles the table as needed, placing each slot again by the hash bits it holds.
     private mutating func grow() {
         var capacity = slots.count
         while (count + 1) * 10 > capacity * 7 { capacity *= 2 }
-        rebuildTable(capacity: capacity)
+        let old = slots
+        slots = [UInt64](repeating: 0, count: capacity)
+        for value in old where value != 0 { place(value) }
     }
 
     private mutating func rebuildTable(capacity: Int) {
-        slots = [UInt32](repeating: 0, count: capacity)
+        slots = [UInt64](repeating: 0, count: capacity)
         for index in entries.indices where entries[index].flags & Self.live != 0 {
             placeInTable(index, hash: entryHash(index))
         }
@@ -445,7 +460,7 @@ struct RecordIndex {
 
     /// Approximate heap bytes held by the index.
     var memoryBytes: Int {
-        keyBytes.capacity + entries.capacity * MemoryLayout<Entry>.stride + slots.capacity * 4
+        keyBytes.capacity + entries.capacity * MemoryLayout<Entry>.stride + slots.capacity * 8
             + freeEntries.capacity * 4 + orders.reduce(0) { $0 + ($1.base.capacity + $1.recent.capacity) * 4 }
     }
 

@@ -149,10 +149,11 @@ public enum RecordName {
 
     /// Throws `.invalidArgument` unless `name` is 1...200 bytes of printable ASCII without `/`.
     public static func validate(_ name: String, what: String) throws {
-        let bytes = name.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumLength,
-            bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2F })
-        else {
+        var name = name
+        let valid = name.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= maximumLength && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x2F }
+        }
+        guard valid else {
             throw StoreError(.invalidArgument, "\(what) must be 1-\(maximumLength) printable ASCII characters without '/'")
         }
     }

@@ -21,6 +21,8 @@ import Testing
         }
         #expect(index.count == model.count)
         for (id, step) in model { #expect(index.find("c", id).map { index[$0].location } == location(step)) }
+        // Absent ids (removed, or never written) are not found, whatever their hash's slot holds.
+        for number in 0..<6000 where model["id-\(number)"] == nil { #expect(index.find("c", "id-\(number)") == nil) }
         let ordered = index.scan("c", prefix: "", after: nil, limit: .max).map { index.id(of: $0) }
         #expect(ordered == model.keys.sorted())
         let page = index.scan("c", prefix: "id-1", after: "id-15", limit: 5).map { index.id(of: $0) }
@@ -52,5 +54,27 @@ import Testing
         // RFC 3720 B.4 / the CRC catalogue: CRC-32C("123456789") = 0xE3069283.
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
         #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        for bytes in [Array("123456789".utf8), [UInt8](repeating: 0, count: 32)] {
+            #expect(bytes.withUnsafeBytes { CRC32C.checksumByTables($0) } == CRC32C.checksum(bytes))
+        }
+    }
+
+    @Test func crc32cByInstructionAndByTablesAgreeOnEveryLengthAndSeed() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { raw in
+            for length in 0...raw.count {
+                for offset in [0, 1, 3] where offset <= length {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[offset..<length])
+                    let seed = UInt32(truncatingIfNeeded: length &* 2_654_435_761)
+                    #expect(CRC32C.checksum(slice, seed: seed) == CRC32C.checksumByTables(slice, seed: seed))
+                }
+            }
+        }
+        // A checksum continued over two halves equals the checksum of the whole.
+        bytes.withUnsafeBytes { raw in
+            let first = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<137]))
+            #expect(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[137...]), seed: first) == CRC32C.checksum(raw))
+        }
     }
 }

@@ -3,4 +3,5 @@
 /* Umbrella of the small C wrappers: one header per C library, prefixed cv_. */
 #include "cv_version.h"
 #include "cv_mhd.h"
+#include "cv_crc32c.h"
 #endif
