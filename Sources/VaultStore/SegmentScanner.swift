@@ -4,10 +4,10 @@
 ///
 /// Zeros from some point to the end of the segment are space the store preallocated and never
 /// wrote: the log ends there. Damage never lets part of a batch in: the unfinished batch before a
-/// damaged place and the frames after it up to the next batch start are dropped (and counted), so
-/// a multi-write batch is applied whole or not at all. (After a power loss, an unacknowledged
-/// group in preallocated space may reach the disk with holes; its complete batches may then
-/// appear, its partial ones never do.)
+/// damaged place and the frames after it up to the next batch start (or through the first end of
+/// a batch) are dropped (and counted), so a multi-write batch is applied whole or not at all.
+/// (After a power loss, an unacknowledged group in preallocated space may reach the disk with
+/// holes; its complete batches may then appear, its partial ones never do.)
 struct SegmentScanner {
     /// One frame found in a segment.
     struct Frame {
@@ -38,7 +38,8 @@ struct SegmentScanner {
         var batchStart = start
         var damaged: [Range<Int>] = []
         var dropped = 0
-        /// After damage: frames are dropped until the next one that starts a batch.
+        /// After damage: frames are dropped until the next one that starts a batch (or up to the
+        /// end of the batch the damage cut).
         var resynchronising = false
         while position < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[position...])
@@ -59,10 +60,13 @@ struct SegmentScanner {
                     if header.flags & RecordFrame.startOfBatch != 0 {
                         resynchronising = false
                     } else {
-                        // The rest of a batch whose start the damage took.
+                        // The rest of a batch whose start the damage took. Its end flag says the
+                        // next frame starts a batch (segments written before the start flag
+                        // existed carry only this mark).
                         dropped += 1
                         position += header.length
                         batchStart = position
+                        if header.flags & RecordFrame.endOfBatch != 0 { resynchronising = false }
                         continue
                     }
                 }

@@ -98,6 +98,43 @@ import Glibc
         store.close()
     }
 
+    @Test func damageInASegmentWrittenBeforeTheStartFlagLosesOnlyTheBatchItCuts() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        try await store.put("a", id: "before", value: value("before"))
+        try await store.commit([
+            .put(collection: "a", id: "x1", value: value("x1"), condition: .absent),
+            .put(collection: "a", id: "x2", value: value("x2"), condition: .absent),
+        ])
+        for index in 0..<3 { try await store.put("a", id: "after\(index)", value: value("after\(index)")) }
+        let (damaged, frames) = store.state.withLock { state in
+            (
+                state.index[state.index.find("a", "x1")!].location,
+                ["before", "x1", "x2", "after0", "after1", "after2"].map { state.index[state.index.find("a", $0)!].location }
+            )
+        }
+        store.close()
+        try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
+        // Rewrite every frame as an earlier build wrote it: the end flag only, no start flag.
+        let segment = sandbox.segmentFiles().last!
+        var bytes = fileBytes(segment)
+        for location in frames {
+            let range = Int(location.offset)..<Int(location.offset) + Int(location.length)
+            var frame = Array(bytes[range])
+            RecordFrame.reflag(&frame, flags: frame[5] & RecordFrame.endOfBatch)
+            bytes.replaceSubrange(range, with: frame)
+        }
+        bytes[Int(damaged.offset) + 4] = 0x7F  // x1's kind byte: not a frame
+        try patch(segment, at: 0, with: bytes)
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.damage.count == 2)
+        for id in ["x1", "x2"] { #expect(try await store.get("a", id: id) == nil, "\(id)") }
+        for id in ["before", "after0", "after1", "after2"] {
+            #expect(try await store.get("a", id: id)?.value == value(id), "\(id)")
+        }
+        store.close()
+    }
+
     @Test func aFailedGroupWriteGivesBackItsPreallocatedSpaceAndWritesResume() async throws {
         let sandbox = try StoreSandbox()
         let files = FaultInjectingFileSystem()
