@@ -22,6 +22,13 @@ import Glibc
         return sandbox.segmentFiles().last!
     }
 
+    /// Writes "before", then the ids of `batch` in one atomic commit, then each id of `after` alone.
+    private func writeAroundABatch(_ store: EncryptedFileStore, batch: [String], after: [String]) async throws {
+        try await store.put("a", id: "before", value: value("before"))
+        try await store.commit(batch.map { .put(collection: "a", id: $0, value: value($0), condition: .absent) })
+        for id in after { try await store.put("a", id: id, value: value(id)) }
+    }
+
     @Test func theActiveSegmentIsPreallocatedWhileOpenAndExactAfterClose() async throws {
         let sandbox = try StoreSandbox()
         let store = try sandbox.open(testOptions(segmentBytes: 64 << 10))
@@ -76,13 +83,7 @@ import Glibc
     @Test func damageInsideABatchDropsTheWholeBatchAndKeepsTheNextOnes() async throws {
         let sandbox = try StoreSandbox()
         var store = try sandbox.open(testOptions())
-        try await store.put("a", id: "before", value: value("before"))
-        try await store.commit([
-            .put(collection: "a", id: "x1", value: value("x1"), condition: .absent),
-            .put(collection: "a", id: "x2", value: value("x2"), condition: .absent),
-            .put(collection: "a", id: "x3", value: value("x3"), condition: .absent),
-        ])
-        try await store.put("a", id: "after", value: value("after"))
+        try await writeAroundABatch(store, batch: ["x1", "x2", "x3"], after: ["after"])
         let middle = store.state.withLock { $0.index[$0.index.find("a", "x2")!].location }
         store.close()
         try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
@@ -101,12 +102,7 @@ import Glibc
     @Test func damageInASegmentWrittenBeforeTheStartFlagLosesOnlyTheBatchItCuts() async throws {
         let sandbox = try StoreSandbox()
         var store = try sandbox.open(testOptions())
-        try await store.put("a", id: "before", value: value("before"))
-        try await store.commit([
-            .put(collection: "a", id: "x1", value: value("x1"), condition: .absent),
-            .put(collection: "a", id: "x2", value: value("x2"), condition: .absent),
-        ])
-        for index in 0..<3 { try await store.put("a", id: "after\(index)", value: value("after\(index)")) }
+        try await writeAroundABatch(store, batch: ["x1", "x2"], after: ["after0", "after1", "after2"])
         let (damaged, frames) = store.state.withLock { state in
             (
                 state.index[state.index.find("a", "x1")!].location,
