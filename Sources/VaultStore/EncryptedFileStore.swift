@@ -860,7 +860,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
     }
 
-    /// Appends the group and syncs it, updates the index, then acknowledges its writers.
+    /// Appends the group and syncs it, then acknowledges its writers and updates the index.
     /// - Returns: the number of callers that queued while the group was written, or nil if it
     ///   wrote nothing or failed.
     private func flush(_ group: Group) -> Int? {
