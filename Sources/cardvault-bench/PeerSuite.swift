@@ -73,39 +73,17 @@ enum CardVaultPeerWork {
             let pool = RandomPool()
             let fingerprintKey = SymmetricKey.random(using: pool)
             let records = (0..<CardRecordSample.count).map(CardRecordSample.record)
-            return try runBlocking {
-                let deadline = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
-                let started = ContinuousClock.now
-                let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-                    for task in 0..<tasks {
-                        group.addTask {
-                            var mine: [Double] = []
-                            var index = task
-                            while ContinuousClock.now < deadline {
-                                let begin = ContinuousClock.now
-                                let record = records[index % records.count]
-                                let token = hex(pool.bytes(count: 16))
-                                let pan = Array(
-                                    record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
-                                let fingerprint = hex(HMACSHA256.authenticationCode(for: pan, using: fingerprintKey))
-                                try await store.commit([
-                                    .put(collection: "vault-cards", id: token, value: record, condition: .absent),
-                                    .put(
-                                        collection: "vault-fingerprints", id: fingerprint + ":" + token,
-                                        value: Array(token.utf8), condition: .absent),
-                                ])
-                                mine.append(micros(ContinuousClock.now - begin))
-                                index += tasks
-                            }
-                            return mine
-                        }
-                    }
-                    var all: [Double] = []
-                    for try await part in group { all += part }
-                    return all
-                }
-                let elapsed = micros(ContinuousClock.now - started) / 1e6
-                return Sample(rate: Double(latencies.count) / elapsed, latency: LatencySummary(micros: latencies))
+            return try measureConcurrently(tasks: tasks, seconds: seconds) { task, iteration in
+                let record = records[(task + iteration * tasks) % records.count]
+                let token = hex(pool.bytes(count: 16))
+                let pan = Array(record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
+                let fingerprint = hex(HMACSHA256.authenticationCode(for: pan, using: fingerprintKey))
+                try await store.commit([
+                    .put(collection: "vault-cards", id: token, value: record, condition: .absent),
+                    .put(
+                        collection: "vault-fingerprints", id: fingerprint + ":" + token, value: Array(token.utf8),
+                        condition: .absent),
+                ])
             }
         }
     }

@@ -105,31 +105,10 @@ enum StoreSubject {
         Workload(label: "CardVault EncryptedFileStore, \(writers) writers") { seconds in
             let store = try open(directory)
             defer { store.close() }
-            let sample = try runBlocking {
-                let deadline = ContinuousClock.now + .nanoseconds(Int64(seconds * 1e9))
-                let value = [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 64)
-                let run = UInt64.random(in: 0...UInt64.max)
-                let started = ContinuousClock.now
-                let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-                    for writer in 0..<writers {
-                        group.addTask {
-                            var mine: [Double] = []
-                            var index = 0
-                            while ContinuousClock.now < deadline {
-                                let begin = ContinuousClock.now
-                                try await store.put("bench", id: "r\(run)-w\(writer)-\(index)", value: value)
-                                mine.append(micros(ContinuousClock.now - begin))
-                                index += 1
-                            }
-                            return mine
-                        }
-                    }
-                    var all: [Double] = []
-                    for try await part in group { all += part }
-                    return all
-                }
-                let elapsed = micros(ContinuousClock.now - started) / 1e6
-                return Sample(rate: Double(latencies.count) / elapsed, latency: LatencySummary(micros: latencies))
+            let value = [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 64)
+            let run = UInt64.random(in: 0...UInt64.max)
+            let sample = try measureConcurrently(tasks: writers, seconds: seconds) { writer, index in
+                try await store.put("bench", id: "r\(run)-w\(writer)-\(index)", value: value)
             }
             batches.add(store.statistics)
             return sample
