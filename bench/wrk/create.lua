@@ -7,11 +7,7 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local report = dofile(dir .. "report.lua")
 
-local counter = 0
-function setup(thread)
-   thread:set("slice", counter)
-   counter = counter + 1
-end
+setup = report.setup
 
 local function field(body, name) return body:match('"' .. name .. '"%s*:%s*"([^"]*)"') end
 

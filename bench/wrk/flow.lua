@@ -9,8 +9,7 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local report = dofile(dir .. "report.lua")
 
-local threads = {}
-function setup(thread) threads[#threads + 1] = thread end
+setup = report.setup
 
 local function field(body, name) return body:match('"' .. name .. '"%s*:%s*"([^"]*)"') end
 
@@ -67,11 +66,6 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-   local total_flows, total_refused = 0, 0
-   for _, thread in ipairs(threads) do
-      total_flows = total_flows + (tonumber(thread:get("flows")) or 0)
-      total_refused = total_refused + (tonumber(thread:get("refused")) or 0)
-   end
-   report.extra = string.format(',"completed":%d,"refused":%d', total_flows, total_refused)
+   report.extra = string.format(',"completed":%d,"refused":%d', report.total("flows"), report.total("refused"))
    report.done(summary, latency, requests)
 end

@@ -7,13 +7,7 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local report = dofile(dir .. "report.lua")
 
-local threads = {}
-local counter = 0
-function setup(thread)
-   thread:set("slice", counter)
-   counter = counter + 1
-   threads[#threads + 1] = thread
-end
+setup = report.setup
 
 local path, headers, body
 local succeeded, refused = 0, 0
@@ -52,13 +46,12 @@ function response(status, headers, answer)
 end
 
 function done(summary, latency, requests)
-   local total_ok, total_refused, sample = 0, 0, ""
-   for _, thread in ipairs(threads) do
-      total_ok = total_ok + (tonumber(thread:get("succeeded")) or 0)
-      total_refused = total_refused + (tonumber(thread:get("refused")) or 0)
+   local sample = ""
+   for _, thread in ipairs(report.threads) do
       if sample == "" then sample = thread:get("sample") or "" end
    end
    sample = sample:gsub('[%c"\\]', " ")
-   report.extra = string.format(',"completed":%d,"refused":%d,"sample":"%s"', total_ok, total_refused, sample)
+   report.extra = string.format(',"completed":%d,"refused":%d,"sample":"%s"', report.total("succeeded"),
+      report.total("refused"), sample)
    report.done(summary, latency, requests)
 end

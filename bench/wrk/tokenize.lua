@@ -11,13 +11,7 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local report = dofile(dir .. "report.lua")
 
-local threads = {}
-local counter = 0
-function setup(thread)
-   thread:set("slice", counter)
-   counter = counter + 1
-   threads[#threads + 1] = thread
-end
+setup = report.setup
 
 local registrations = {}
 local headers = { ["Content-Type"] = "application/x-www-form-urlencoded" }
@@ -71,14 +65,12 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-   local total, exhausted_total, parts = 0, 0, {}
-   for _, thread in ipairs(threads) do
-      total = total + (tonumber(thread:get("acked")) or 0)
-      exhausted_total = exhausted_total + (tonumber(thread:get("exhausted")) or 0)
+   local parts = {}
+   for _, thread in ipairs(report.threads) do
       parts[#parts + 1] = string.format('{"slice":%d,"last":%d,"gaps":"%s"}', tonumber(thread:get("slice")) or 0,
          tonumber(thread:get("last")) or 0, thread:get("gaps") or "")
    end
-   report.extra = string.format(',"completed":%d,"exhausted":%d,"threads":[%s]', total, exhausted_total,
-      table.concat(parts, ","))
+   report.extra = string.format(',"completed":%d,"exhausted":%d,"threads":[%s]', report.total("acked"),
+      report.total("exhausted"), table.concat(parts, ","))
    report.done(summary, latency, requests)
 end
