@@ -15,8 +15,11 @@ final class LoopbackHTTPClient {
 
         /// A string field of the JSON body.
         func field(_ name: String) throws -> String {
-            guard let value = json[name] as? String else {
-                throw BenchFailure("answer \(status) has no \(name): \(body.prefix(300))")
+            let object = json
+            guard let value = object[name] as? String else {
+                // Field names only: a successful answer carries access keys and tokens.
+                let fields = object.isEmpty ? "not a JSON object" : "fields " + object.keys.sorted().joined(separator: ", ")
+                throw BenchFailure("answer \(status) has no \(name) (\(fields))")
             }
             return value
         }
