@@ -26,8 +26,9 @@ enum KeysCommand: Command {
 
         While the daemon runs, these go through its admin socket (<data-dir>/admin.sock) and take
         effect without a restart; otherwise they work on the files directly, under the data
-        directory's lock. Directories default to the config file's dataDir and keysDir
-        (--config, default config/cardvault.json if present), else ./data and ./keys.
+        directory's lock. Directories not given come from the configuration, as for `serve`:
+        the file (--config, default config/cardvault.json if present), then CARDVAULT_DATA_DIR
+        and CARDVAULT_KEYS_DIR; else ./data and ./keys.
         """
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {

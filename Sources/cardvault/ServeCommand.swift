@@ -32,21 +32,13 @@ enum ServeCommand: Command {
           --config FILE   the JSON configuration file
         """
 
-    static let defaultConfigFile = "config/cardvault.json"
     /// How often pending 3-D Secure challenges are checked for expiry.
     static let sweepInterval: Duration = .seconds(5)
 
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let explicitFile = try arguments.option("--config")
         try arguments.finish()
-        let file = explicitFile ?? (FileManager.default.fileExists(atPath: defaultConfigFile) ? defaultConfigFile : nil)
-
-        let configuration: CardVaultConfiguration
-        do {
-            configuration = try CardVaultConfiguration.load(file: file)
-        } catch {
-            throw CommandFailure("invalid configuration: \(error.message)", status: 78)
-        }
+        let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         // One line per request: written in batches (and at once for warnings), see the handler.
         let logHandler = BufferedJSONLineLogHandler()
         defer { logHandler.flush() }

@@ -11,22 +11,16 @@ struct StoreAccess {
     var dataDirectory: String
     var keysDirectory: String
 
-    /// Takes `--config`, `--data-dir` and `--keys-dir`.
+    /// Takes `--config`, `--data-dir` and `--keys-dir`; the directories not given come from the
+    /// configuration the daemon reads (file, then `CARDVAULT_DATA_DIR` and `CARDVAULT_KEYS_DIR`).
     static func parse(_ arguments: inout Arguments) throws -> StoreAccess {
-        let config = try arguments.option("--config")
-        var data = "data"
-        var keys = "keys"
-        let configPath = config ?? "config/cardvault.json"
-        if config != nil || FileManager.default.fileExists(atPath: configPath) {
-            guard let bytes = FileManager.default.contents(atPath: configPath),
-                let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any]
-            else { throw CommandFailure("cannot read the configuration file \(configPath)") }
-            data = object["dataDir"] as? String ?? data
-            keys = object["keysDir"] as? String ?? keys
-        }
+        let explicitFile = try arguments.option("--config")
+        let data = try arguments.option("--data-dir")
+        let keys = try arguments.option("--keys-dir")
+        if let data, let keys { return StoreAccess(dataDirectory: data, keysDirectory: keys) }
+        let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         return StoreAccess(
-            dataDirectory: try arguments.option("--data-dir") ?? data,
-            keysDirectory: try arguments.option("--keys-dir") ?? keys)
+            dataDirectory: data ?? configuration.dataDirectory, keysDirectory: keys ?? configuration.keysDirectory)
     }
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.

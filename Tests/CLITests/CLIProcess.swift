@@ -21,12 +21,16 @@ enum CLIProcess {
         return url.appendingPathComponent("cardvault")
     }
 
-    /// Runs `cardvault` with `arguments`, feeding `stdin`, and waits for it.
-    static func run(_ arguments: [String], stdin: String = "", environment: [String: String]? = nil) throws -> CLIResult {
+    /// Runs `cardvault` with `arguments`, feeding `stdin`, and waits for it (in `directory`, when
+    /// given, else in this process's working directory).
+    static func run(
+        _ arguments: [String], stdin: String = "", environment: [String: String]? = nil, directory: String? = nil
+    ) throws -> CLIResult {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
         if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let input = Pipe()
         let output = Pipe()
         let errors = Pipe()

@@ -56,6 +56,35 @@ import Glibc
         #expect(try run(["verify"], sandbox).stdout.contains("verified 120 records: all authentic"))
     }
 
+    /// An operator runs the commands in the daemon's environment: they must find its directories
+    /// there (not ./data and ./keys of wherever they are run), as `serve` does.
+    @Test func directoriesComeFromTheEnvironmentLikeServe() throws {
+        let sandbox = try CLISandbox()
+        let elsewhere = sandbox.root + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        var environment = ProcessInfo.processInfo.environment
+        environment["CARDVAULT_DATA_DIR"] = sandbox.data
+        environment["CARDVAULT_KEYS_DIR"] = sandbox.keys
+        let created = try CLIProcess.run(["keys", "init"], environment: environment, directory: elsewhere)
+        #expect(created.status == 0)
+        #expect(FileManager.default.fileExists(atPath: sandbox.keys + "/master.key"))
+        #expect(try CLIProcess.run(["keys", "rotate"], environment: environment, directory: elsewhere).status == 0)
+        #expect(FileManager.default.fileExists(atPath: sandbox.data + "/keyring.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        // The flags still win over the environment.
+        let other = try CLISandbox()
+        _ = try CLIProcess.run(["keys", "init", "--keys-dir", other.keys])
+        let listed = try CLIProcess.run(
+            ["keys", "list", "--data-dir", other.data, "--keys-dir", other.keys], environment: environment,
+            directory: elsewhere)
+        #expect(listed.stdout.split(separator: "\n").count == 2)  // the header and version 1 only
+        // A bad value is refused with the field's name, as `serve` refuses it.
+        environment["CARDVAULT_LOG_LEVEL"] = "loud"
+        let refused = try CLIProcess.run(["keys", "list"], environment: environment, directory: elsewhere)
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("logLevel"))
+    }
+
     @Test func badUsageExits64() throws {
         let sandbox = try CLISandbox()
         for arguments in [["keys"], ["keys", "frob"], ["keys", "retire"], ["keys", "retire", "x"], ["keys", "list", "--bogus"]] {
