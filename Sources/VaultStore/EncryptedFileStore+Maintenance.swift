@@ -61,6 +61,8 @@ extension EncryptedFileStore {
                 try fileSystem.rename(temporary, to: path)
                 try fileSystem.syncDirectory(directory)
             } catch {
+                // A part-written checkpoint must not keep the space of a full disk.
+                try? fileSystem.removeFile(temporary)
                 state.withLock { $0.changedSinceCheckpoint = true }
                 options.logger.warning("index checkpoint not written", ["error": .string("\(error)")])
                 throw StoreError(.unavailable, "cannot write the index checkpoint: \(error)")

@@ -10,7 +10,8 @@ public struct FileStoreOptions: Sendable {
     public var segmentBytes: Int
     /// The active segment is extended by this much, in zeros, ahead of the appends, so that the
     /// fdatasync of a group writes its data only, not the file's new size (about half the time
-    /// per sync on ext4). Recovery reads zeros at the end of a segment as its end. 0 turns it off.
+    /// per sync on ext4). Recovery reads zeros at the end of a segment as its end. 0 turns it off;
+    /// zeros that do not fit (a nearly full disk) are skipped, never failing a write.
     public var preallocationBytes: Int
     /// A new index checkpoint is written after this many bytes of log.
     public var checkpointBytes: Int
@@ -242,7 +243,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var active: Segment
         /// Where the next group goes in the active segment (the end of its log).
         var activeSize: UInt64
-        /// The active segment's file size: zeros from `activeSize` to here are preallocated.
+        /// The active segment's file size: zeros from `activeSize` to here are preallocated (or,
+        /// after zeros that did not fit, where preallocation is tried again).
         var activeAllocated: UInt64
         var durable: IndexCheckpoint.Position
         var closed = false
@@ -881,7 +883,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
             end = offset + UInt64(group.bytes.count)
             try group.bytes.withUnsafeBytes { try segment.file.write($0, at: offset) }
-            if end > allocated { allocated = try preallocate(segment.file, from: end) }
+            if end > allocated { allocated = preallocate(segment.file, from: end) }
             try segment.file.sync()
         } catch {
             fail(group, segment: segment, offset: offset, error: error)
@@ -986,15 +988,30 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// Zeros the file from `end` on, `preallocationBytes` ahead (never past the segment size
     /// unless the group itself is bigger); returns the new file size.
-    private func preallocate(_ file: any StorageFile, from end: UInt64) throws -> UInt64 {
+    ///
+    /// Only a speed-up: when the zeros do not fit (a nearly full disk), the file is cut back to
+    /// `end` and appends go on without them, their syncs also writing the file's size. The
+    /// returned offset is then where preallocation is tried again, `preallocationBytes` later,
+    /// so that a nearly full disk costs one failed attempt per `preallocationBytes` of log.
+    private func preallocate(_ file: any StorageFile, from end: UInt64) -> UInt64 {
         guard options.preallocationBytes > 0 else { return end }
         let limit = max(UInt64(options.segmentBytes), end)
         let target = min((end + UInt64(options.preallocationBytes) + 4095) / 4096 * 4096, limit)
         var position = end
-        while position < target {
-            let count = Int(min(UInt64(Self.zeros.count), target - position))
-            try Self.zeros.withUnsafeBytes { try file.write(UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: position) }
-            position += UInt64(count)
+        do {
+            while position < target {
+                let count = Int(min(UInt64(Self.zeros.count), target - position))
+                try Self.zeros.withUnsafeBytes {
+                    try file.write(UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: position)
+                }
+                position += UInt64(count)
+            }
+        } catch {
+            try? file.truncate(to: end)
+            let text = (error as? FileSystemError)?.message ?? "\(error)"
+            options.logger.warning(
+                "record store could not preallocate its segment; appending without it", ["error": .string(text)])
+            return target
         }
         return max(target, end)
     }

@@ -42,6 +42,67 @@ import Glibc
         reopened.close()
     }
 
+    /// A disk with room for records but not for the zeros kept ahead of the log (4 MiB by
+    /// default): writes go on without them; only a disk really full refuses writes.
+    @Test func aDiskTooFullToPreallocateStillTakesWrites() async throws {
+        let sandbox = try StoreSandbox()
+        let files = FaultInjectingFileSystem()
+        let limit: UInt64 = 256 << 10
+        files.fileSizeLimit.withLock { $0 = limit }
+        let clock = ManualClock()
+        let store = try sandbox.open(
+            FileStoreOptions(automaticCompaction: false, writeRetryInterval: 5, fileSystem: files, clock: clock))
+        let value = [UInt8](repeating: 7, count: 100)
+        for index in 0..<200 { try await store.put("a", id: "r\(index)", value: value) }
+        #expect(store.isWritable)
+        // The zeros that did not fit were cut off again: the segment holds the records.
+        let segment = try #require(sandbox.segmentFiles().first)
+        let size = try #require(FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int)
+        #expect(size < 200 * 300)
+
+        // The disk fills up: the put that does not fit is refused, and everything else is readable.
+        var acknowledged = 200
+        var refusal: StoreError?
+        while refusal == nil && acknowledged < 10_000 {
+            do {
+                try await store.put("a", id: "r\(acknowledged)", value: value)
+                acknowledged += 1
+            } catch let error as StoreError {
+                refusal = error
+            }
+        }
+        #expect(refusal?.code == .unavailable)
+        #expect(acknowledged > 1000)  // 256 KiB holds well over a thousand 100-byte records
+        #expect(try await store.get("a", id: "r\(acknowledged - 1)")?.value == value)
+
+        // Space returns: after the retry interval, writes go on.
+        files.fileSizeLimit.withLock { $0 = nil }
+        clock.advance(by: 6)
+        try await store.put("a", id: "after", value: [1])
+        store.close()
+        let reopened = try sandbox.open(testOptions())
+        #expect(try await reopened.scanAll("a").count == acknowledged + 1)
+        #expect(try await reopened.get("a", id: "r\(acknowledged)") == nil)
+        reopened.close()
+    }
+
+    @Test func aCheckpointThatDoesNotFitLeavesNoPartFileBehind() async throws {
+        let sandbox = try StoreSandbox()
+        let files = FaultInjectingFileSystem()
+        let store = try sandbox.open(testOptions(segmentBytes: 1 << 20, fileSystem: files))
+        for index in 0..<300 { try await store.put("a", id: "record-\(index)", value: [1]) }
+        files.fileSizeLimit.withLock { $0 = 4096 }
+        #expect(throws: StoreError.self) { try store.checkpoint() }
+        #expect(!sandbox.dataFiles().contains { $0.hasSuffix(".tmp") })
+        files.fileSizeLimit.withLock { $0 = nil }
+        try store.checkpoint()
+        store.close()
+        let reopened = try sandbox.open(testOptions())
+        #expect(reopened.recovery.usedCheckpoint)
+        #expect(try await reopened.scanAll("a").count == 300)
+        reopened.close()
+    }
+
     @Test func aFailedSyncFailsEveryWriterOfTheGroupAndNothingOfItIsVisible() async throws {
         let sandbox = try StoreSandbox()
         let files = FaultInjectingFileSystem()

@@ -81,6 +81,9 @@ final class FaultInjectingFileSystem: StorageFileSystem {
     let base = SystemFileSystem()
     let writeFailure = Mutex<Int32?>(nil)
     let syncFailure = Mutex<Int32?>(nil)
+    /// While set, no file grows past this many bytes (a full disk): a write past it writes what
+    /// fits, then fails with ENOSPC.
+    let fileSizeLimit = Mutex<UInt64?>(nil)
 
     func openFile(_ path: String, create: Bool) throws -> any StorageFile {
         FaultInjectingFile(base: try base.openFile(path, create: create), owner: self)
@@ -110,6 +113,11 @@ final class FaultInjectingFile: StorageFile {
             // Like a real full disk: part of the data may land before the error.
             try base.write(UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count / 2]), at: offset)
             throw FileSystemError(code, "write: \(String(cString: strerror(code)))")
+        }
+        if let limit = owner.fileSizeLimit.withLock({ $0 }), offset + UInt64(bytes.count) > limit {
+            let fits = Int(limit > offset ? limit - offset : 0)
+            if fits > 0 { try base.write(UnsafeRawBufferPointer(rebasing: bytes[0..<fits]), at: offset) }
+            throw FileSystemError(ENOSPC, "write: \(String(cString: strerror(ENOSPC)))")
         }
         try base.write(bytes, at: offset)
     }
