@@ -38,8 +38,14 @@ enum MangopayErrorResponse {
             ("Message", .string(message)), ("Type", .string(type)),
             ("Id", .string(request.requestID + "#" + String(now))), ("Date", .int(now)), ("errors", errorsValue),
         ])
-        return MangopayResponse.json(json, status: status)
+        var response = MangopayResponse.json(json, status: status)
+        if status == .serviceUnavailable { response.headers.set("Retry-After", retryAfterSeconds) }
+        return response
     }
+
+    /// When a client may retry after a 503: the store takes writes again a second after a failed
+    /// one (`FileStoreOptions.writeRetryInterval`).
+    static let retryAfterSeconds = "1"
 
     /// An OAuth error (`invalid_client`, `unsupported_grant_type`, …).
     static func oauth(_ error: String, _ description: String, status: HTTPStatus) -> Response {

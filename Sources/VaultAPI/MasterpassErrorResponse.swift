@@ -87,6 +87,8 @@ struct MasterpassErrorResponse: HTTPResponseError {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let body = (try? encoder.encode(Body(list: Body.List(elements: errors)))).map { Array($0) } ?? []
-        return Response(status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+        var response = Response(status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+        if status == .serviceUnavailable { response.headers.set("Retry-After", MangopayErrorResponse.retryAfterSeconds) }
+        return response
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPServer
 import Testing
 import VaultCore
@@ -16,10 +17,12 @@ struct MangopayHarness {
     var apiKey = ""
     var token = ""
 
-    static func make(origins: [String] = ["https://shop.example"]) async throws -> MangopayHarness {
+    static func make(
+        origins: [String] = ["https://shop.example"], store: any RecordStore = InMemoryRecordStore()
+    ) async throws -> MangopayHarness {
         let clock = ManualClock()
         let environment = PaymentsEnvironment(
-            store: InMemoryRecordStore(), clock: clock, fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
+            store: store, clock: clock, fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
             configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:9999"))
         let services = MerchantServices(environment: environment)
         var router = Router()
@@ -174,6 +177,25 @@ extension MangopayJSON {
         #expect(missing.json["errors"]?["RessourceNotFound"] == .string("Cannot found the ressource User with the id=user_nope "))
     }
 
+    /// A store that cannot write (a full disk): writes get 503 with a Retry-After and a clear
+    /// message, reads go on, and writes work again once the store does.
+    @Test func aStoreThatCannotWriteAnswers503AndReadsGoOn() async throws {
+        let store = WriteRefusingStore()
+        let harness = try await MangopayHarness.make(store: store)
+        let id = try await harness.createUser()
+        store.refusing.withLock { $0 = true }
+        let refused = await harness.send(
+            "POST", harness.api("/users/natural"),
+            body: #"{"FirstName":"A","LastName":"B","Email":"a@b.co","UserCategory":"PAYER","TermsAndConditionsAccepted":true}"#)
+        #expect(refused.status.code == 503)
+        #expect(refused.headers["Retry-After"] == "1")
+        #expect(refused.json["Type"] == .string("service_unavailable"))
+        #expect(refused.json["Message"]?.stringValue?.contains("retry later") == true)
+        #expect(await harness.send("GET", harness.api("/users/\(id)")).status == .ok)
+        store.refusing.withLock { $0 = false }
+        _ = try await harness.createUser()
+    }
+
     @Test func walletsAndLists() async throws {
         let harness = try await MangopayHarness.make()
         let user = try await harness.createUser()
@@ -318,5 +340,28 @@ extension MangopayJSON {
     @Test func httpDates() {
         #expect(MangopayWire.httpDate(1_452_723_956) == "Wed, 13 Jan 2016 22:25:56 GMT")
         #expect(MangopayWire.httpDate(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+}
+
+/// An in-memory store whose writes fail as the file store's do on a full disk, while `refusing`.
+final class WriteRefusingStore: RecordStore {
+    let base = InMemoryRecordStore()
+    let refusing = Mutex(false)
+
+    func get(_ collection: String, id: String) async throws -> Record? { try await base.get(collection, id: id) }
+
+    func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        if refusing.withLock({ $0 }) {
+            throw StoreError(.unavailable, "the store cannot write now (No space left on device); reads still work")
+        }
+        return try await base.commit(writes)
+    }
+
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+        try await base.scan(collection, prefix: prefix, after: after, limit: limit)
+    }
+
+    func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
+        try await base.count(collection, prefix: prefix, after: after, limit: limit)
     }
 }

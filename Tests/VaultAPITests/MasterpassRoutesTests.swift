@@ -137,6 +137,15 @@ extension Response {
 @Suite struct MasterpassRoutesTests {
     typealias Harness = MasterpassHarness
 
+    @Test func anUnavailableServiceSays503WithRetryAfterAndOnlyThen() {
+        let unavailable = MasterpassErrorResponse(CheckoutError(.unavailable, "the store cannot write now")).makeResponse()
+        #expect(unavailable.status.code == 503)
+        #expect(unavailable.headers["Retry-After"] == "1")
+        let missing = MasterpassErrorResponse(CheckoutError(.notFound, "no such transaction")).makeResponse()
+        #expect(missing.status.code == 404)
+        #expect(missing.headers["Retry-After"] == nil)
+    }
+
     @Test func checkoutToPaymentDataToPostback() async throws {
         let h = try await Harness.make()
         let callback = try await h.pay()
