@@ -111,8 +111,9 @@ enum StoreSubject {
             defer { store.close() }
             let value = [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 64)
             let run = UInt64.random(in: 0...UInt64.max)
+            let prefixes = (0..<writers).map { "r\(run)-w\($0)-" }
             let sample = try measureConcurrently(tasks: writers, seconds: seconds) { writer, index in
-                try await store.put("bench", id: "r\(run)-w\(writer)-\(index)", value: value)
+                try await store.put("bench", id: prefixes[writer] + String(index), value: value)
             }
             batches.add(store.statistics)
             return sample
