@@ -41,7 +41,7 @@ extension EncryptedFileStore {
             // After close the lock is released: nothing may be written any more.
             guard !state.withLock({ $0.closed }) else { return }
             defer { if closing { state.withLock { $0.closed = true } } }
-            let (index, position, changed) = state.withLock { state in
+            let (index, position, changed) = withState { state in
                 defer {
                     state.changedSinceCheckpoint = false
                     state.bytesSinceCheckpoint = 0
@@ -116,7 +116,7 @@ extension EncryptedFileStore {
         var report = CompactionReport()
         let targets = state.withLock { state in state.segments.keys.filter { $0 != state.active.number }.sorted() }
         for number in targets {
-            if onlyWhileWanted && !state.withLock({ compactionWanted($0) }) { break }
+            if onlyWhileWanted && !withState({ compactionWanted($0) }) { break }
             let (moved, reclaimed) = try await compactSegment(number)
             report.recordsMoved += moved
             if let reclaimed {
@@ -158,7 +158,7 @@ extension EncryptedFileStore {
     private func compactSegment(_ number: UInt32) async throws -> (Int, Int?) {
         var moved = 0
         for _ in 0..<4 {
-            let (candidates, segment) = state.withLock { state -> ([(RecordKey, RecordLocation)], Segment?) in
+            let (candidates, segment) = withState { state -> ([(RecordKey, RecordLocation)], Segment?) in
                 var found: [(RecordKey, RecordLocation)] = []
                 for entry in state.index.liveEntries(in: 0..<state.index.entries.count)
                 where state.index[entry].location.segment == number {
@@ -195,7 +195,7 @@ extension EncryptedFileStore {
         }
         try writeCheckpoint(force: true)
         return try maintenance.withLock { _ -> (Int, Int?) in
-            let size = state.withLock { state -> Int? in
+            let size = withState { state -> Int? in
                 guard !state.closed, (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else {
                     return nil
                 }
@@ -213,11 +213,11 @@ extension EncryptedFileStore {
 
     /// Reads and authenticates every record; reports those that fail (never their values).
     public func verify(progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> VerifyReport {
-        let (total, damage) = state.withLock { ($0.index.count, $0.recoveryDamage) }
+        let (total, damage) = withState { ($0.index.count, $0.recoveryDamage) }
         var report = VerifyReport(checked: 0, failures: [], damage: damage)
         var start = 0
         while true {
-            let (chunk, more) = try state.withLock { state -> ([(RecordKey, RecordLocation, Bool, Segment?)], Bool) in
+            let (chunk, more) = try withState { state -> ([(RecordKey, RecordLocation, Bool, Segment?)], Bool) in
                 guard !state.closed else { throw StoreError(.closed, "the store is closed") }
                 let entries = state.index.liveEntries(in: start..<start + 1024)
                 return (
@@ -255,7 +255,7 @@ extension EncryptedFileStore {
     /// Every data key version with the number of records sealed under it.
     public func dataKeyStatus() -> [DataKeyStatus] {
         let current = keyRing.currentVersion
-        let counts = state.withLock { $0.index.keyVersionCounts }
+        let counts = withState { $0.index.keyVersionCounts }
         return keyRing.dataKeys.map { info in
             DataKeyStatus(key: info, records: counts[info.version] ?? 0, isCurrent: info.version == current)
         }
@@ -277,7 +277,7 @@ extension EncryptedFileStore {
 
     /// Drops a data key version, refused while any record (or write in flight) uses it.
     public func retireDataKey(version: UInt32) throws {
-        try state.withLock { state in
+        try withState { state in
             let inUse = (state.index.keyVersionCounts[version] ?? 0) + (state.inFlightKeyVersions[version] ?? 0)
             guard inUse == 0 else {
                 throw KeyRingError(
@@ -298,7 +298,7 @@ extension EncryptedFileStore {
         var failed = Set<RecordKey>()
         for _ in 0..<8 {
             let current = keyRing.currentVersion
-            let (toMove, entryCount) = state.withLock { state in
+            let (toMove, entryCount) = withState { state in
                 (state.index.count - (state.index.keyVersionCounts[current] ?? 0), state.index.entries.count)
             }
             if toMove - failed.count <= 0 { break }
@@ -307,7 +307,7 @@ extension EncryptedFileStore {
             var done = 0
             var start = 0
             while start < entryCount {
-                let chunk = state.withLock { state -> [(RecordKey, RecordLocation, Segment?)] in
+                let chunk = withState { state -> [(RecordKey, RecordLocation, Segment?)] in
                     state.index.liveEntries(in: start..<start + 512).compactMap { entry in
                         let item = state.index[entry]
                         guard item.location.keyVersion != current, item.flags & RecordIndex.corrupted == 0 else {
@@ -351,7 +351,7 @@ extension EncryptedFileStore {
             }
         }
         let current = keyRing.currentVersion
-        report.remaining = state.withLock { state in
+        report.remaining = withState { state in
             state.index.count - (state.index.keyVersionCounts[current] ?? 0)
         }
         options.logger.notice("rewrap finished", ["moved": .int(report.moved), "remaining": .int(report.remaining)])

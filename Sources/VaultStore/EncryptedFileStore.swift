@@ -27,6 +27,9 @@ public struct FileStoreOptions: Sendable {
     public var fileSystem: any StorageFileSystem
     public var clock: any WallClock
     public var logger: Logger
+    /// Whether a group's index update is made while the next group syncs (on the indexer
+    /// thread). Tests turn it off to hold the update until a reader or the next group makes it.
+    var indexesWhileSyncing = true
 
     public init(
         segmentBytes: Int = 64 << 20,
@@ -120,9 +123,12 @@ public struct StoreStatistics: Sendable, Equatable {
 /// that queued while it was written), it waits for more (bounded by the last group's flush) and
 /// seals those too, so sealing overlaps the writers' return and a closed loop of N writers shares
 /// one fsync instead of splitting into alternating parts. Then it appends the group in one
-/// `write` and one `fdatasync` (group commit), acknowledges every writer of the group and updates
-/// the index, both under the index lock, so a writer's next read already sees its write.
-/// Reads look the record up in the in-memory index and `pread` its frame.
+/// `write` and one `fdatasync` (group commit) and acknowledges every writer of the group under the
+/// index lock. The group's index update waits: the indexer thread makes it while the next group
+/// syncs (when the CPU is otherwise idle, not while the writers come back), and anything that
+/// reads the index first makes it if it is still waiting (``withState(_:)``), so a writer's next
+/// read sees its write. Until then the flusher checks new writes against the group's writes,
+/// which stay pending. Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
     public let directory: String
@@ -137,6 +143,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     let intake = Mutex(Intake())
     private let wake = DispatchSemaphore(value: 0)
     private let flusherDone = DispatchSemaphore(value: 0)
+    /// Signalled before each sync: the indexer thread then makes the last group's index update.
+    private let indexerWake = DispatchSemaphore(value: 0)
+    private let indexerDone = DispatchSemaphore(value: 0)
     /// Serialises checkpoints and segment removal.
     let maintenance = Mutex<Void>(())
     let compacting = Mutex<Bool>(false)
@@ -215,10 +224,28 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// What the flusher appends with one `write` and one `fdatasync`.
     struct Group {
+        /// Groups are numbered in the order they are formed.
+        var number: UInt64
         var bytes: [UInt8] = []
         var writes: [StagedWrite] = []
         /// The callers, with the versions to answer each.
         var waiters: [(Waiter, [UInt64])] = []
+        /// The group's puts and relocations per data key version (in flight until indexed).
+        var keyVersions: [UInt32: Int] = [:]
+    }
+
+    /// A write not yet in the index: the version it gives its record (0: deleted), and its group.
+    struct PendingWrite {
+        var version: UInt64
+        var group: UInt64
+    }
+
+    /// A group synced and answered whose index update waits for the next sync (when the CPU is
+    /// otherwise idle) or for the first reader of the index, whichever comes first.
+    struct UnindexedGroup {
+        var group: Group
+        var segment: UInt32
+        var base: UInt64
     }
 
     /// What writers and the flusher share, under its own lock so that queueing a write never
@@ -235,9 +262,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     struct State {
         var index: RecordIndex
-        /// The version each write of the group being formed gives its record (0: deleted), for
-        /// the conditions of the writes after it.
-        var pending: [RecordKey: UInt64] = [:]
+        /// The writes of the groups formed and not yet in the index (the group being formed, the
+        /// one being written, the one answered and not yet indexed), for the conditions of the
+        /// writes after them.
+        var pending: [RecordKey: PendingWrite] = [:]
+        /// The last group answered, if its index update has not been made yet. Everything that
+        /// reads the index goes through ``EncryptedFileStore/withState(_:)``, which makes it first.
+        var unindexed: UnindexedGroup?
         var segments: [UInt32: Segment]
         var segmentSizes: [UInt32: Int]
         var active: Segment
@@ -251,17 +282,51 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var bytesSinceCheckpoint = 0
         var changedSinceCheckpoint = false
         var checkpointScheduled = false
-        /// Writes of the group being written, per data key version (not yet in the index).
+        /// Writes not yet in the index, per data key version.
         var inFlightKeyVersions: [UInt32: Int] = [:]
         var recoveryDamage: [String]
         var commitGroups = 0
         var committedWaiters = 0
 
-        /// Forgets the pending writes and in-flight key counts of the group just written or
-        /// failed: the flusher forms and writes one group at a time, so they are all that group's.
-        mutating func forgetGroupInFlight() {
-            pending.removeAll(keepingCapacity: true)
-            inFlightKeyVersions.removeAll(keepingCapacity: true)
+        /// Forgets what a group that is done (indexed, or failed) left pending and in flight; a
+        /// later group's pending write of the same record stays.
+        mutating func forget(_ group: Group) {
+            for write in group.writes where pending[write.key]?.group == group.number {
+                pending[write.key] = nil
+            }
+            for (version, count) in group.keyVersions {
+                let left = (inFlightKeyVersions[version] ?? 0) - count
+                inFlightKeyVersions[version] = left > 0 ? left : nil
+            }
+        }
+
+        /// Makes the index update of the last group answered, if it is still waiting.
+        mutating func indexAnsweredGroup() {
+            guard let waiting = unindexed else { return }
+            unindexed = nil
+            apply(waiting.group, segment: waiting.segment, base: waiting.base)
+        }
+
+        /// Updates the index with a synced group's writes.
+        mutating func apply(_ group: Group, segment: UInt32, base: UInt64) {
+            for write in group.writes {
+                let location = RecordLocation(
+                    segment: segment, offset: UInt32(base + UInt64(write.offset)), length: UInt32(write.length),
+                    keyVersion: write.keyVersion, version: write.version)
+                switch write.kind {
+                case .put:
+                    index.upsert(write.key.collection, write.key.id, location)
+                case .delete:
+                    index.remove(write.key.collection, write.key.id)
+                case .relocate:
+                    if let entry = index.find(write.key.collection, write.key.id),
+                        index[entry].location.version == write.version
+                    {
+                        index.relocate(entry: entry, to: location)
+                    }
+                }
+            }
+            forget(group)
         }
     }
 
@@ -309,6 +374,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let thread = Thread { [self] in self.flushLoop() }
         thread.name = "cardvault-store-flusher"
         thread.start()
+        let indexer = Thread { [self] in self.indexLoop() }
+        indexer.name = "cardvault-store-indexer"
+        indexer.start()
     }
 
     static func segmentName(_ number: UInt32) -> String {
@@ -446,6 +514,27 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         try file.sync()
     }
 
+    /// The state with its index up to date: the last group answered is indexed first, if it
+    /// is not yet. Everything that reads the index goes through here, except the flusher's
+    /// checks of new writes, which see that group's writes as pending.
+    func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try state.withLock { state in
+            state.indexAnsweredGroup()
+            return try body(&state)
+        }
+    }
+
+    /// The indexer thread: makes the last group's index update while the next group syncs, when
+    /// the CPU is otherwise idle.
+    private func indexLoop() {
+        while true {
+            indexerWake.wait()
+            if intake.withLock({ $0.closing }) { break }
+            withState { _ in }
+        }
+        indexerDone.signal()
+    }
+
     // MARK: RecordStore
 
     public func get(_ collection: String, id: String) async throws -> Record? {
@@ -454,7 +543,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// Reads one record synchronously (see ``get(_:id:)``).
     public func read(_ collection: String, id: String) throws -> Record? {
-        let found = try state.withLock { state -> (RecordLocation, Bool, Segment?)? in
+        let found = try withState { state -> (RecordLocation, Bool, Segment?)? in
             guard !state.closed else { throw StoreError(.closed, "the store is closed") }
             guard let entry = state.index.find(collection, id) else { return nil }
             let item = state.index[entry]
@@ -506,7 +595,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     }
 
     public func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
-        let found = try state.withLock { state -> [(String, RecordLocation, Bool, Segment?)] in
+        let found = try withState { state -> [(String, RecordLocation, Bool, Segment?)] in
             guard !state.closed else { throw StoreError(.closed, "the store is closed") }
             return state.index.scan(collection, prefix: prefix, after: after, limit: limit).map { entry in
                 let item = state.index[entry]
@@ -528,7 +617,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// Counts from the in-memory index: no value is read or decrypted.
     public func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
-        try state.withLock { state in
+        try withState { state in
             guard !state.closed else { throw StoreError(.closed, "the store is closed") }
             return state.index.scan(collection, prefix: prefix, after: after, limit: limit).count
         }
@@ -588,7 +677,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             if writes.count > 1, let staged = local[key] {
                 current = staged
             } else if let pending = state.pending[key] {
-                current = pending
+                current = pending.version
             } else if let entry = state.index.find(write.collection, write.id) {
                 current = state.index[entry].location.version
             } else {
@@ -655,6 +744,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         // The group being gathered: each pull from the queue is checked and sealed at once, so
         // that sealing overlaps the wait for the writers still coming back.
         var group: Group?
+        var groupNumber: UInt64 = 0
         var deadline = DispatchTime.now()
         var idleSince: UInt64 = 0
         while true {
@@ -703,9 +793,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     } else {
                         expectedWaiters = queuedDuringFlush + lastGroupWaiters
                         deadline = .now() + .nanoseconds(Int(min(max(lastFlushNanoseconds, 20_000), 1_000_000)))
-                        gathering = Group()
+                        groupNumber += 1
+                        gathering = Group(number: groupNumber)
                     }
                     let firstWrite = gathering.writes.count
+                    // Not `withState`: the last group's index update waits for the next sync.
                     let (planned, key) = state.withLock { state in
                         let key = keyRing.currentKey()
                         return (plan(queue, group: &gathering, key: key.version, in: &state), key)
@@ -739,7 +831,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private func plan(_ queue: [QueuedWork], group: inout Group, key: UInt32, in state: inout State) -> PlannedGroup {
         var planned = PlannedGroup()
         var puts = 0
-        defer { if puts > 0 { state.inFlightKeyVersions[key, default: 0] += puts } }
+        defer {
+            if puts > 0 {
+                state.inFlightKeyVersions[key, default: 0] += puts
+                group.keyVersions[key, default: 0] += puts
+            }
+        }
         for work in queue {
             switch work {
             case .writes(let batch, let waiter):
@@ -755,7 +852,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     guard let version else { continue }  // deleting an absent record
                     let isPut: Bool
                     if case .put = write { isPut = true } else { isPut = false }
-                    state.pending[recordKey] = isPut ? version : 0
+                    state.pending[recordKey] = PendingWrite(version: isPut ? version : 0, group: group.number)
                     if isPut { puts += 1 }
                     group.writes.append(
                         StagedWrite(
@@ -780,6 +877,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         state.index[entry].location == relocation.expected
                     else { continue }
                     state.inFlightKeyVersions[relocation.keyVersion, default: 0] += 1
+                    group.keyVersions[relocation.keyVersion, default: 0] += 1
                     group.writes.append(
                         StagedWrite(
                             kind: .relocate, key: relocation.key, offset: 0, length: relocation.frame.count,
@@ -884,6 +982,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             end = offset + UInt64(group.bytes.count)
             try group.bytes.withUnsafeBytes { try segment.file.write($0, at: offset) }
             if end > allocated { allocated = preallocate(segment.file, from: end) }
+            // The last group's index update runs on the indexer thread while this sync waits.
+            if options.indexesWhileSyncing { indexerWake.signal() }
             try segment.file.sync()
         } catch {
             fail(group, segment: segment, offset: offset, error: error)
@@ -894,8 +994,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             return intake.queue.count
         }
         let (checkpointDue, compactionDue) = state.withLock { state in
-            // The writers are answered before the index is updated, under the lock: their way
-            // back overlaps the update, and a read of theirs waits for it.
+            // The writers are answered under the lock, and the group's index update waits for the
+            // next sync (or the first reader of the index): the writers' way back, which competes
+            // for the CPU, does not carry it.
+            state.indexAnsweredGroup()
             for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
             if state.active !== segment {
                 state.active = segment
@@ -905,7 +1007,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             state.activeAllocated = allocated
             state.segmentSizes[segment.number] = Int(end)
             state.durable = IndexCheckpoint.Position(segment: segment.number, offset: end)
-            apply(group, segment: segment.number, base: offset, to: &state)
+            state.unindexed = UnindexedGroup(group: group, segment: segment.number, base: offset)
             state.bytesSinceCheckpoint += group.bytes.count
             state.changedSinceCheckpoint = true
             state.commitGroups += 1
@@ -921,27 +1023,6 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         if compactionDue { startAutomaticCompaction() }
         return queued
-    }
-
-    private func apply(_ group: Group, segment: UInt32, base: UInt64, to state: inout State) {
-        for write in group.writes {
-            let location = RecordLocation(
-                segment: segment, offset: UInt32(base + UInt64(write.offset)), length: UInt32(write.length),
-                keyVersion: write.keyVersion, version: write.version)
-            switch write.kind {
-            case .put:
-                state.index.upsert(write.key.collection, write.key.id, location)
-            case .delete:
-                state.index.remove(write.key.collection, write.key.id)
-            case .relocate:
-                if let entry = state.index.find(write.key.collection, write.key.id),
-                    state.index[entry].location.version == write.version
-                {
-                    state.index.relocate(entry: entry, to: location)
-                }
-            }
-        }
-        state.forgetGroupInFlight()
     }
 
     /// A write or sync failed: undo the partial append, refuse writes for a while, fail the
@@ -975,7 +1056,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// Refuses writes for `writeRetryInterval` (telling writers the `cause`), forgets the group's
     /// pending writes and fails its writers and everything queued.
     private func fail(_ group: Group, error: StoreError, cause: String) {
-        state.withLock { $0.forgetGroupInFlight() }
+        state.withLock { state in
+            // First the group answered before it: the failed group's pending writes may hide its.
+            state.indexAnsweredGroup()
+            state.forget(group)
+        }
         let queued = intake.withLock { intake -> [QueuedWork] in
             intake.failedAt = options.clock.now
             intake.failureText = cause
@@ -1039,6 +1124,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         guard !alreadyClosing else { return }
         wake.signal()
         flusherDone.wait()
+        indexerWake.signal()
+        indexerDone.wait()
         // A cleanly closed store keeps no preallocated space.
         let (active, size, allocated) = state.withLock { ($0.active, $0.activeSize, $0.activeAllocated) }
         if size < allocated, (try? active.file.truncate(to: size)) != nil { try? active.file.sync() }
@@ -1059,7 +1146,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     public var statistics: StoreStatistics {
         let failed = intake.withLock { $0.failedAt != nil }
-        return state.withLock { state in
+        return withState { state in
             StoreStatistics(
                 records: state.index.count, segments: state.segments.count,
                 logBytes: state.segmentSizes.values.reduce(0, +),

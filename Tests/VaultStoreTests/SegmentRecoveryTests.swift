@@ -34,7 +34,7 @@ import Glibc
         let store = try sandbox.open(testOptions(segmentBytes: 64 << 10))
         try await store.put("a", id: "one", value: value("one"))
         let segment = sandbox.segmentFiles().last!
-        let (logical, allocated) = store.state.withLock { ($0.activeSize, $0.activeAllocated) }
+        let (logical, allocated) = store.withState { ($0.activeSize, $0.activeAllocated) }
         #expect(allocated == 64 << 10)
         #expect(fileBytes(segment).count == Int(allocated))
         #expect(fileBytes(segment)[Int(logical)...].allSatisfy { $0 == 0 })
@@ -52,7 +52,7 @@ import Glibc
         #expect(store.recovery.tornTailBytes == 0)
         #expect(store.recovery.damage.isEmpty)
         #expect(store.recovery.records == 12)
-        #expect(store.state.withLock { $0.activeSize } == UInt64(logical))
+        #expect(store.withState { $0.activeSize } == UInt64(logical))
         // Appends go where the log ends, into the preallocated space.
         try await store.put("a", id: "after", value: value("after"))
         store.close()
@@ -84,7 +84,7 @@ import Glibc
         let sandbox = try StoreSandbox()
         var store = try sandbox.open(testOptions())
         try await writeAroundABatch(store, batch: ["x1", "x2", "x3"], after: ["after"])
-        let middle = store.state.withLock { $0.index[$0.index.find("a", "x2")!].location }
+        let middle = store.withState { $0.index[$0.index.find("a", "x2")!].location }
         store.close()
         try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint")
         let segment = sandbox.segmentFiles().last!
@@ -103,7 +103,7 @@ import Glibc
         let sandbox = try StoreSandbox()
         var store = try sandbox.open(testOptions())
         try await writeAroundABatch(store, batch: ["x1", "x2"], after: ["after0", "after1", "after2"])
-        let (damaged, frames) = store.state.withLock { state in
+        let (damaged, frames) = store.withState { state in
             (
                 state.index[state.index.find("a", "x1")!].location,
                 ["before", "x1", "x2", "after0", "after1", "after2"].map { state.index[state.index.find("a", $0)!].location }
@@ -136,10 +136,10 @@ import Glibc
         let files = FaultInjectingFileSystem()
         let store = try sandbox.open(testOptions(fileSystem: files, retry: 0))
         try await store.put("a", id: "one", value: value("one"))
-        let logical = store.state.withLock { $0.activeSize }
+        let logical = store.withState { $0.activeSize }
         files.writeFailure.withLock { $0 = ENOSPC }
         await #expect(throws: StoreError.self) { try await store.put("a", id: "two", value: value("two")) }
-        #expect(store.state.withLock { $0.activeAllocated } == logical)
+        #expect(store.withState { $0.activeAllocated } == logical)
         files.writeFailure.withLock { $0 = nil }
         try await store.put("a", id: "three", value: value("three"))
         #expect(try await store.get("a", id: "one")?.value == value("one"))

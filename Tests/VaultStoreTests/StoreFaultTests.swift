@@ -103,6 +103,27 @@ import Glibc
         reopened.close()
     }
 
+    /// A group answered just before a failed one (its index update still waiting) keeps its
+    /// versions: the failed group's write of the same record must not hide them.
+    @Test func aFailedWriteOfARecordLeavesItsLastAnsweredVersionInForce() async throws {
+        let sandbox = try StoreSandbox()
+        let files = FaultInjectingFileSystem()
+        var options = testOptions(fileSystem: files, retry: 0)
+        options.indexesWhileSyncing = false  // the answered group's index update waits
+        let store = try sandbox.open(options)
+        for round in 0..<3 {
+            let id = "r\(round)"
+            let first = try await store.put("a", id: id, value: [1])
+            files.syncFailure.withLock { $0 = EIO }
+            await #expect(throws: StoreError.self) { try await store.put("a", id: id, value: [2]) }
+            files.syncFailure.withLock { $0 = nil }
+            let second = try await store.put("a", id: id, value: [3], condition: .version(first))
+            #expect(second == first + 1)
+            #expect(try await store.get("a", id: id)?.value == [3])
+        }
+        store.close()
+    }
+
     @Test func aFailedSyncFailsEveryWriterOfTheGroupAndNothingOfItIsVisible() async throws {
         let sandbox = try StoreSandbox()
         let files = FaultInjectingFileSystem()
