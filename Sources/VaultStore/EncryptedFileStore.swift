@@ -27,8 +27,13 @@ public struct FileStoreOptions: Sendable {
     public var fileSystem: any StorageFileSystem
     public var clock: any WallClock
     public var logger: Logger
-    /// Whether a group's index update is made while the next group syncs (on the indexer
-    /// thread). Tests turn it off to hold the update until a reader or the next group makes it.
+    /// A group of at least this many writes is indexed later: while the next group syncs, or by
+    /// the first reader of the index. Under heavy write load (large groups) this takes the index
+    /// update out of the writers' CPU-bound way back; a smaller group is indexed at once, since
+    /// waking the indexer thread for it costs more than it saves. Tests lower it.
+    var deferIndexFromWrites = 32
+    /// Whether the indexer thread indexes a waiting group while the next group syncs. Tests turn
+    /// it off to hold the update until a reader or the next group makes it.
     var indexesWhileSyncing = true
 
     public init(
@@ -124,11 +129,11 @@ public struct StoreStatistics: Sendable, Equatable {
 /// seals those too, so sealing overlaps the writers' return and a closed loop of N writers shares
 /// one fsync instead of splitting into alternating parts. Then it appends the group in one
 /// `write` and one `fdatasync` (group commit) and acknowledges every writer of the group under the
-/// index lock. The group's index update waits: the indexer thread makes it while the next group
-/// syncs (when the CPU is otherwise idle, not while the writers come back), and anything that
-/// reads the index first makes it if it is still waiting (``withState(_:)``), so a writer's next
-/// read sees its write. Until then the flusher checks new writes against the group's writes,
-/// which stay pending. Reads look the record up in the in-memory index and `pread` its frame.
+/// index lock. A small group is indexed there and then; a large one's index update waits
+/// (`deferIndexFromWrites`): the indexer thread makes it while the next group syncs (when the
+/// CPU is otherwise idle, not while the writers come back), and anything that reads the index
+/// first makes it if it is still waiting (``withState(_:)``), so a writer's next read sees its
+/// write. Until then the flusher checks new writes against the group's writes, which stay pending. Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
     public let directory: String
@@ -968,7 +973,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
             return nil
         }
-        let (active, size, allocatedBefore) = state.withLock { ($0.active, $0.activeSize, $0.activeAllocated) }
+        let (active, size, allocatedBefore, waiting) = state.withLock {
+            ($0.active, $0.activeSize, $0.activeAllocated, $0.unindexed != nil)
+        }
         var segment = active
         var offset = size
         var allocated = allocatedBefore
@@ -982,8 +989,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             end = offset + UInt64(group.bytes.count)
             try group.bytes.withUnsafeBytes { try segment.file.write($0, at: offset) }
             if end > allocated { allocated = preallocate(segment.file, from: end) }
-            // The last group's index update runs on the indexer thread while this sync waits.
-            if options.indexesWhileSyncing { indexerWake.signal() }
+            // A waiting index update runs on the indexer thread while this sync waits.
+            if waiting && options.indexesWhileSyncing { indexerWake.signal() }
             try segment.file.sync()
         } catch {
             fail(group, segment: segment, offset: offset, error: error)
@@ -1007,7 +1014,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             state.activeAllocated = allocated
             state.segmentSizes[segment.number] = Int(end)
             state.durable = IndexCheckpoint.Position(segment: segment.number, offset: end)
-            state.unindexed = UnindexedGroup(group: group, segment: segment.number, base: offset)
+            if group.writes.count >= options.deferIndexFromWrites {
+                state.unindexed = UnindexedGroup(group: group, segment: segment.number, base: offset)
+            } else {
+                state.apply(group, segment: segment.number, base: offset)
+            }
             state.bytesSinceCheckpoint += group.bytes.count
             state.changedSinceCheckpoint = true
             state.commitGroups += 1

@@ -109,7 +109,8 @@ import Glibc
         let sandbox = try StoreSandbox()
         let files = FaultInjectingFileSystem()
         var options = testOptions(fileSystem: files, retry: 0)
-        options.indexesWhileSyncing = false  // the answered group's index update waits
+        options.deferIndexFromWrites = 1  // every answered group's index update waits,
+        options.indexesWhileSyncing = false  // for a reader or the next group
         let store = try sandbox.open(options)
         for round in 0..<3 {
             let id = "r\(round)"
