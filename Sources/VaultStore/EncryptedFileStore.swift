@@ -1001,9 +1001,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             return intake.queue.count
         }
         let (checkpointDue, compactionDue) = state.withLock { state in
-            // The writers are answered under the lock, and the group's index update waits for the
-            // next sync (or the first reader of the index): the writers' way back, which competes
-            // for the CPU, does not carry it.
+            // The writers are answered under the lock. A large group's index update waits for the
+            // next sync (or the first reader of the index), so that the writers' way back, which
+            // competes for the CPU, does not carry it; the one before it is made first, in order.
             state.indexAnsweredGroup()
             for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
             if state.active !== segment {
