@@ -133,7 +133,8 @@ public struct StoreStatistics: Sendable, Equatable {
 /// (`deferIndexFromWrites`): the indexer thread makes it while the next group syncs (when the
 /// CPU is otherwise idle, not while the writers come back), and anything that reads the index
 /// first makes it if it is still waiting (``withState(_:)``), so a writer's next read sees its
-/// write. Until then the flusher checks new writes against the group's writes, which stay pending. Reads look the record up in the in-memory index and `pread` its frame.
+/// write. Until then the flusher checks new writes against the group's writes, which stay pending.
+/// Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
     public let directory: String
@@ -712,7 +713,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private func checkWritable(_ intake: Intake) throws {
         guard !intake.closing else { throw StoreError(.closed, "the store is closed") }
         if let failedAt = intake.failedAt, options.clock.now.timeIntervalSince(failedAt) < options.writeRetryInterval {
-            throw StoreError(.unavailable, "the store cannot write now (\(intake.failureText)); reads still work")
+            throw Self.writesRefused(intake.failureText)
         }
     }
 
@@ -931,7 +932,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
         } catch {
             let cause = "cannot seal a record: \(error)"
-            fail(group, error: StoreError(.unavailable, "the store cannot write now (\(cause)); reads still work"), cause: cause)
+            fail(group, cause: cause)
             return false
         }
         group.bytes = bytes
@@ -1061,12 +1062,19 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         let text = (error as? FileSystemError)?.message ?? "\(error)"
         options.logger.error("record store write failed; writes refused until it succeeds again", ["error": .string(text)])
-        fail(group, error: StoreError(.unavailable, "the store cannot write now (\(text)); reads still work"), cause: text)
+        fail(group, cause: text)
+    }
+
+    /// The error writers get while writes are refused: `cause` is an OS error or a fixed text,
+    /// never a value or a key.
+    static func writesRefused(_ cause: String) -> StoreError {
+        StoreError(.unavailable, "the store cannot write now (\(cause)); reads still work")
     }
 
     /// Refuses writes for `writeRetryInterval` (telling writers the `cause`), forgets the group's
     /// pending writes and fails its writers and everything queued.
-    private func fail(_ group: Group, error: StoreError, cause: String) {
+    private func fail(_ group: Group, cause: String) {
+        let error = Self.writesRefused(cause)
         state.withLock { state in
             // First the group answered before it: the failed group's pending writes may hide its.
             state.indexAnsweredGroup()
