@@ -6,7 +6,9 @@ import VaultCore
 
 /// The checks on a request head, without a server.
 struct RequestHeadTests {
-    static func check(_ fields: [(String, String)], version: String = "HTTP/1.1", target: String = "/x", limit: Int = 1024)
+    static func check(
+        _ fields: [(String, String)], version: String = "HTTP/1.1", target: String = "/x", limit: Int = 1024
+    )
         -> Result<RequestHead.Framing, HTTPError>
     {
         Result { () throws(HTTPError) in
@@ -114,7 +116,8 @@ struct RequestHeadTests {
         }
         router.post("/echo") { request in .text(String(request.body.count)) }
         router.get("/big-head") { _ in
-            Response(status: .ok, headers: ["X-Big": String(repeating: "b", count: ServerConfiguration.responseHeadBytes)])
+            Response(
+                status: .ok, headers: ["X-Big": String(repeating: "b", count: ServerConfiguration.responseHeadBytes)])
         }
         return router
     }
@@ -184,7 +187,8 @@ struct RequestHeadTests {
             #expect(oneByteMore.response.header("X-Request-Id") != nil)
             #expect(oneByteMore.response.header("Connection")?.lowercased() == "close")
 
-            let oneFieldMore = try await Self.ask(port, Self.head(bytes: limit, fields: fields / 2, cookies: fields / 2 - 1))
+            let oneFieldMore = try await Self.ask(
+                port, Self.head(bytes: limit, fields: fields / 2, cookies: fields / 2 - 1))
             #expect(oneFieldMore.response.status == 431)
             #expect(oneFieldMore.response.text.contains("header fields and cookies"))
         }
@@ -195,7 +199,8 @@ struct RequestHeadTests {
             let under = try await Self.ask(port, Self.head(bytes: 8192, fields: 3, cookies: 0))
             #expect(under.response.status == 200)
             for size in [8193, 12_000, 50_000] {
-                let over = try await Self.ask(port, Self.get("/health", "X-Filler: \(String(repeating: "f", count: size))\r\n"))
+                let over = try await Self.ask(
+                    port, Self.get("/health", "X-Filler: \(String(repeating: "f", count: size))\r\n"))
                 #expect(over.response.status == 431)
                 #expect(over.seconds < 1)
             }
@@ -219,7 +224,8 @@ struct RequestHeadTests {
 
             // 8000 empty cookie pairs ask libmicrohttpd for 500 KiB; it refuses them itself (with
             // its 431 written twice, a 0.9.75 defect; the first is a complete answer).
-            let empty = try await Self.ask(port, Self.get("/count", "Cookie: \(String(repeating: ";", count: 8000))\r\n"))
+            let empty = try await Self.ask(
+                port, Self.get("/count", "Cookie: \(String(repeating: ";", count: 8000))\r\n"))
             #expect(empty.response.status == 431)
             #expect(empty.seconds < 1)
 
@@ -252,7 +258,8 @@ struct RequestHeadTests {
     @Test func oddFramingGetsItsStatusAtOnce() async throws {
         try await withLiveServer(ServerConfiguration(port: 0, maxBodyBytes: 1024), router: Self.router()) { port in
             for (fields, status) in Self.framingCases {
-                let (response, seconds) = try await Self.ask(port, "POST /echo HTTP/1.1\r\nHost: localhost\r\n\(fields)\r\n")
+                let (response, seconds) = try await Self.ask(
+                    port, "POST /echo HTTP/1.1\r\nHost: localhost\r\n\(fields)\r\n")
                 #expect(response.status == status, "\(fields)")
                 #expect(seconds < 1, "\(fields)")
                 #expect(response.header("Connection")?.lowercased() == "close", "\(fields)")
@@ -265,9 +272,12 @@ struct RequestHeadTests {
             #expect(space.response.status == 400)
 
             // What is well framed still works, on the same server.
-            let same = try await Self.ask(port, "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc")
+            let same = try await Self.ask(
+                port, "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc")
             #expect(same.response.text == "3")
-            let chunked = try await Self.ask(port, "POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            let chunked = try await Self.ask(
+                port,
+                "POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
             #expect(chunked.response.text == "3")
             let http10Length = try await Self.ask(port, "POST /echo HTTP/1.0\r\nContent-Length: 2\r\n\r\nab")
             #expect(http10Length.response.text == "2")
@@ -288,7 +298,10 @@ struct RequestHeadTests {
             let count = 20
             let statuses = try await blocking { () -> [Int] in
                 let client = try RawHTTPClient(port: port)
-                client.send(String(repeating: Self.get("/health", "X-F: \(String(repeating: "f", count: 7000))\r\n"), count: count))
+                client.send(
+                    String(
+                        repeating: Self.get("/health", "X-F: \(String(repeating: "f", count: 7000))\r\n"), count: count)
+                )
                 return try (0..<count).map { _ in try client.readResponse().status }
             }
             #expect(statuses == Array(repeating: 200, count: count))
