@@ -27,7 +27,8 @@ static void cv_mhd_log(void *target, const char *format, va_list arguments) {
  * the failure of MHD_parse_arguments_). CardVault reads the query from the target copied here and
  * never asks libmicrohttpd for GET arguments, so the parse is skipped: the NUL written after '?'
  * leaves it an empty argument string. The target is NUL-terminated at this point (the request
- * line was split in place), and '?' is the one libmicrohttpd itself found (the first). */
+ * line was split in place), and '?' is the one libmicrohttpd itself found (the first). The
+ * callback's type makes `uri` const, but it points into the connection's writable read buffer. */
 static void *cv_mhd_uri_log(void *target, const char *uri, struct MHD_Connection *connection) {
     const struct cv_mhd_settings *settings = target;
     void *context = settings->uri_callback(settings->uri_cls, uri, connection);
@@ -75,7 +76,8 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     /* Not strict (level 0): in 0.9.75 level 1 adds only two checks, a Host field on HTTP/1.1 and no
      * space in the target, and the application makes both (ServerCore). Left to libmicrohttpd,
      * the Host check runs after a failed Cookie parse has emptied the header list, turning the
-     * 431 it had queued into a closed connection with no answer. */
+     * 431 it had queued into a closed connection with no answer (at level 0 the 431 goes out, its
+     * head written twice: another 0.9.75 defect, see docs/operations.md). */
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_STRICT_FOR_CLIENT, 0, NULL};
     if (settings->uri_callback) {
         options[count++] =
