@@ -69,6 +69,9 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     if (settings->tls_certificate_pem && settings->tls_key_pem) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)settings->tls_certificate_pem};
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)settings->tls_key_pem};
+        if (settings->tls_priorities) {
+            options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)settings->tls_priorities};
+        }
         if (settings->tls_trust_pem) {
             options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)settings->tls_trust_pem};
         }

@@ -232,6 +232,7 @@ final class RunningDaemon: @unchecked Sendable {
             flags |= MHD_USE_TLS.rawValue
             settings.pointee.tls_certificate_pem = keep(tls.certificatePEM)
             settings.pointee.tls_key_pem = keep(tls.privateKeyPEM.unsafeRevealed)
+            settings.pointee.tls_priorities = keep(tls.priorities)
             if let clientCA = tls.clientCAPEM {
                 settings.pointee.tls_trust_pem = keep(clientCA)
             }

@@ -69,6 +69,23 @@ public struct Request: Sendable, CustomStringConvertible, CustomReflectable {
         try URLEncodedForm.parse(body)
     }
 
+    /// Overwrites the body with zeros where it lies, for the handler of a route whose body holds card
+    /// data, once it has taken the fields it needs (see ``formFields()``): the received bytes then do
+    /// not outlive their parse in freed heap memory.
+    ///
+    /// On purpose this writes under the value semantics of `[UInt8]`: every copy of this request (the
+    /// server's, the handler's) shares one buffer, and that buffer is what must not keep the card
+    /// number; copying it first, as a mutation would, wipes the copy only. So nothing may read the
+    /// body after this call, and the body must not be stored anywhere. The server reserved the buffer
+    /// at the announced Content-Length, so a sized body was never moved (a chunked one may have left
+    /// earlier, smaller buffers behind when it grew).
+    public func wipeBody() {
+        body.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+            explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count)
+        }
+    }
+
     /// The body decoded as JSON, whatever the content type says.
     ///
     /// - Throws: ``HTTPError`` 400 naming the problem (without echoing any value).

@@ -16,12 +16,29 @@ public struct TLSConfiguration: Sendable {
     public var privateKeyPEM: Redacted<String>
     /// When set, clients must present a certificate that verifies against these CAs (mutual TLS).
     public var clientCAPEM: String?
+    /// The GnuTLS priority string: which protocol versions, key exchanges and cipher suites the
+    /// server accepts. Defaults to ``aeadOnlyPriorities``.
+    public var priorities: String
 
-    public init(certificatePEM: String, privateKeyPEM: Redacted<String>, clientCAPEM: String? = nil) {
+    public init(
+        certificatePEM: String, privateKeyPEM: Redacted<String>, clientCAPEM: String? = nil,
+        priorities: String = TLSConfiguration.aeadOnlyPriorities
+    ) {
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
         self.clientCAPEM = clientCAPEM
+        self.priorities = priorities
     }
+
+    /// TLS 1.2 and 1.3 only, AEAD suites only (AES-GCM, ChaCha20-Poly1305), forward-secret key
+    /// exchange only (ECDHE, DHE), the server's order first (PCI DSS 4.2.1: strong cryptography).
+    /// Refused: SSL 3, TLS 1.0 and 1.1, every CBC suite (and with it every HMAC-SHA1/SHA256 record
+    /// MAC), static RSA key exchange, RC4, 3DES and CCM. With TLS 1.2 this leaves the
+    /// `ECDHE-{ECDSA,RSA}-{AES128,AES256}-GCM` and `-CHACHA20-POLY1305` suites (and their DHE-RSA
+    /// twins); TLS 1.3's suites are all AEAD.
+    public static let aeadOnlyPriorities =
+        "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305"
+        + ":-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA:%SERVER_PRECEDENCE"
 }
 
 /// The HTTP server's settings, with the defaults a development daemon uses.

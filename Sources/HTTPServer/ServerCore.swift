@@ -18,6 +18,11 @@ final class ServerCore: Sendable {
     let unmatchedSeries: [String: RouteSeries]
     let logRequests: Bool
     let requireClientCertificate: Bool
+    /// `Strict-Transport-Security` on every response when serving TLS, nil over plain HTTP.
+    let strictTransportSecurity: String?
+
+    /// One year; no `includeSubDomains` (the daemon does not speak for its siblings' names).
+    static let strictTransportSecurityValue = "max-age=31536000"
 
     /// Requests begun and not yet finished (what graceful shutdown waits for).
     let inFlight = Atomic<Int>(0)
@@ -40,6 +45,7 @@ final class ServerCore: Sendable {
         self.unmatchedSeries = unmatched
         self.logRequests = logger.minimumLevel <= .info
         self.requireClientCertificate = configuration.tls?.clientCAPEM != nil
+        self.strictTransportSecurity = configuration.tls == nil ? nil : Self.strictTransportSecurityValue
     }
 
     // MARK: - Access handler
@@ -304,6 +310,9 @@ final class ServerCore: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, RequestIDs.headerName, context.requestID)
+        if let strictTransportSecurity {
+            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", strictTransportSecurity)
+        }
         if context.closeAfter || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
@@ -314,6 +323,7 @@ final class ServerCore: Sendable {
     /// reason phrase), its own Date, Content-Length and Connection fields, then ours.
     static func headBytes(of response: Response, requestID: String) -> Int {
         var bytes = 160 + RequestIDs.headerName.utf8.count + requestID.utf8.count + 4
+        bytes += 27 + strictTransportSecurityValue.utf8.count + 4  // counted whether or not TLS is on
         for field in response.headers {
             bytes += field.name.utf8.count + field.value.utf8.count + 4
         }
@@ -449,5 +459,33 @@ let headerCallback: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, value
 let daemonLogCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = { cls, message in
     guard let cls, let message else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-    core.logger.warning("libmicrohttpd", ["detail": .string(LogScrubber.maskDigitRuns(String(cString: message)))])
+    let text = String(cString: message)
+    core.logger.log(
+        LibmicrohttpdMessages.level(of: text), "libmicrohttpd", ["detail": .string(LogScrubber.maskDigitRuns(text))])
+}
+
+/// How much a message of libmicrohttpd's own matters.
+enum LibmicrohttpdMessages {
+    /// Messages about a client that went away or broke off its connection (a closed tab, a port
+    /// scanner, a client timeout, a failed TLS handshake): routine on a public port, so debug, not
+    /// warning. Matched by libmicrohttpd 0.9.75's texts.
+    static let connectionAborted = [
+        "The connection was forcibly closed by remote peer",
+        "Socket has been disconnected when reading request",
+        "Connection socket is closed when reading request",
+        "Connection was closed by remote side with incomplete request",
+        "Failed to send data in request",
+        "Failed to send the response headers",
+        "Failed to send the response body",
+        "Failed to send the chunked response body",
+        "Failed to send the footers",
+        "Error: received handshake message out of context",
+        "Error: gnutls_handshake",
+        "Error: Handshake failed",
+        "Failed to receive data",
+    ]
+
+    static func level(of message: String) -> LogLevel {
+        connectionAborted.contains { message.hasPrefix($0) || message.contains($0) } ? .debug : .warning
+    }
 }

@@ -22,7 +22,8 @@ public struct StoredResponse: Sendable, Equatable, Codable {
 
 /// `Idempotency-Key` handling for POSTs: the first request with a key reserves it and runs; a later request with
 /// the same key and the same method, path and body gets the stored response again; with anything else it is a
-/// conflict (409). Entries last ``PaymentsConfiguration/idempotencyRetention`` (24 hours).
+/// conflict (409). Entries last ``PaymentsConfiguration/idempotencyRetention`` (24 hours); a reservation still
+/// without a response after ``PaymentsConfiguration/idempotencyInProgressTimeout`` (60 s) counts as absent.
 public struct IdempotencyLedger: Sendable {
     private struct Entry: Codable {
         /// HMAC-SHA256 digest of method, path and body.
@@ -77,7 +78,12 @@ public struct IdempotencyLedger: Sendable {
             if let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
                 let existing = found.value
                 let version = found.version
-                if Double(now - existing.createdAt) >= environment.configuration.idempotencyRetention {
+                let age = Double(now - existing.createdAt)
+                let expired = age >= environment.configuration.idempotencyRetention
+                // A reservation whose request never answered (the process died mid-request) times
+                // out into "not started".
+                let stalled = existing.response == nil && age >= environment.configuration.idempotencyInProgressTimeout
+                if expired || stalled {
                     do {
                         try await mapStoreErrors {
                             try await environment.store.put(

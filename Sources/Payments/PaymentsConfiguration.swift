@@ -17,6 +17,10 @@ public struct PaymentsConfiguration: Sendable {
     public var tokenizationsPerMinutePerAddress: Int
     /// How long idempotent responses are kept (24 hours).
     public var idempotencyRetention: TimeInterval
+    /// How long a key may stay reserved by a request that has not answered (60 seconds). Past it the
+    /// reservation counts as never made, so a client whose first attempt died with the process (a
+    /// crash mid-request) can retry instead of getting 409 until ``idempotencyRetention`` ends.
+    public var idempotencyInProgressTimeout: TimeInterval
     /// How long a created registration may stay unfinished before it is no longer usable (24 hours).
     public var registrationLifetime: TimeInterval
     /// BIN prefixes → issuer country, for the Card object's `Country`.
@@ -30,6 +34,7 @@ public struct PaymentsConfiguration: Sendable {
         maximumTokenizationFailures: Int = 5,
         tokenizationsPerMinutePerAddress: Int = 60,
         idempotencyRetention: TimeInterval = 24 * 3600,
+        idempotencyInProgressTimeout: TimeInterval = 60,
         registrationLifetime: TimeInterval = 24 * 3600,
         countryTable: CountryTable = .sandbox
     ) {
@@ -42,6 +47,7 @@ public struct PaymentsConfiguration: Sendable {
         self.maximumTokenizationFailures = maximumTokenizationFailures
         self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
         self.idempotencyRetention = idempotencyRetention
+        self.idempotencyInProgressTimeout = idempotencyInProgressTimeout
         self.registrationLifetime = registrationLifetime
         self.countryTable = countryTable
     }

@@ -26,7 +26,7 @@ public struct CardVaultApplication: Sendable {
     /// Every route: health and metrics, then each group in order.
     public func makeRouter() -> Router {
         var router = Router()
-        let groups: [any RouteGroup] = [HealthRoutes(), MetricsRoutes(metrics: metrics)] + routeGroups
+        let groups: [any RouteGroup] = [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
         for group in groups {
             group.register(on: &router)
         }

@@ -94,6 +94,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var tokenizationsPerMinutePerAddress: Int
     public var http: HTTP
     public var tls: TLS
+    /// When set, `GET /metrics` answers only requests with `Authorization: Bearer <token>` (401
+    /// otherwise). nil leaves it open, for a daemon bound to loopback or behind a private network.
+    public var metricsToken: Redacted<String>?
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -107,7 +110,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         checkoutOrigins: [String] = [],
         tokenizationsPerMinutePerAddress: Int = 60,
         http: HTTP = HTTP(),
-        tls: TLS = TLS()
+        tls: TLS = TLS(),
+        metricsToken: Redacted<String>? = nil
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -121,6 +125,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
         self.http = http
         self.tls = tls
+        self.metricsToken = metricsToken
     }
 
     /// `host:port` (IPv6 hosts in brackets).

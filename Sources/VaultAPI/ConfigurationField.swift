@@ -13,6 +13,8 @@ struct ConfigurationField: Sendable {
         case integer(ClosedRange<Int>)
         /// Comma-separated origins (`https://shop.example`) or `*`; an array in the file.
         case origins
+        /// A bearer token: 16–256 visible ASCII characters, or empty/null for none.
+        case optionalToken
     }
 
     /// Parsed values.
@@ -66,6 +68,9 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS",
             kind: .integer(1...100_000_000)
         ) { if case .integer(let value) = $1 { $0.tokenizationsPerMinutePerAddress = value } },
+        ConfigurationField(path: "metricsToken", environmentName: "CARDVAULT_METRICS_TOKEN", kind: .optionalToken) {
+            config, value in config.metricsToken = Self.optionalText(value).map { Redacted($0) }
+        },
         ConfigurationField(
             path: "http.maxBodyBytes",
             environmentName: "CARDVAULT_HTTP_MAX_BODY_BYTES",
@@ -122,11 +127,13 @@ struct ConfigurationField: Sendable {
                 throw invalid("must be an array of origins such as \"https://shop.example\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
-        case .optionalPath:
+        case .optionalPath, .optionalToken:
             if json is NSNull {
                 value = .none
             } else {
-                guard let text = json as? String else { throw invalid("must be a file path or null") }
+                guard let text = json as? String else {
+                    throw invalid(kind.isToken ? "must be a string or null" : "must be a file path or null")
+                }
                 value = try parse(text)
             }
         default:
@@ -182,6 +189,13 @@ struct ConfigurationField: Sendable {
             return .text(text)
         case .optionalPath:
             return text.isEmpty ? .none : .text(text)
+        case .optionalToken:
+            if text.isEmpty { return .none }
+            // The message never shows the value: it is a secret.
+            guard (16...256).contains(text.utf8.count), text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw invalid("must be 16 to 256 visible ASCII characters (no spaces), or empty for none")
+            }
+            return .text(text)
         case .logLevel:
             guard let level = LogLevel(name: text) else {
                 throw invalid("must be one of debug, info, notice, warning, error")
@@ -220,5 +234,12 @@ struct ConfigurationField: Sendable {
 
     private func invalid(_ reason: String) -> ConfigurationError {
         ConfigurationError(.invalidValue, field: path, message: path + ": " + reason)
+    }
+}
+
+extension ConfigurationField.Kind {
+    var isToken: Bool {
+        if case .optionalToken = self { return true }
+        return false
     }
 }

@@ -254,9 +254,11 @@ struct MangopayHandlers: Sendable {
     /// `POST /tokenize/{ClientId}/{CardRegistrationId}`: the browser's form post. Answers `data=…` (with the
     /// `Profiling-Attempt-Reference` header) or `errorCode=…` as plain text; 429 when the address is limited.
     func tokenize(_ request: Request) async -> Response {
+        defer { request.wipeBody() }  // also when the form did not parse
         var response: Response
         do {
             let form = try request.formFields()
+            request.wipeBody()  // the card number now lives in `form` only
             var device: [String: String] = [:]
             for name in ProfilingAttempt.deviceFieldNames {
                 if let value = form[name] { device[name] = value }

@@ -132,9 +132,11 @@ struct CheckoutPageHandlers: Sendable {
 
     /// `POST /srci/{sessionId}/submit`: the card form.
     func submit(_ request: Request) async -> Response {
+        defer { request.wipeBody() }  // also when the form did not parse
         let fields: FormFields
         do {
             fields = try request.formFields()
+            request.wipeBody()  // the card number now lives in `fields` only
         } catch {
             return html(
                 CheckoutPage.error(CheckoutError.invalid("form", "the form data is malformed"), locale: .enUS), 400)

@@ -13,8 +13,10 @@ struct SandboxACSPage: Sendable {
     /// no scripts.
     private static let pageHeaders: [(String, String)] = [
         ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
-        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'"),
-        ("X-Content-Type-Options", "nosniff"),
+        // frame-ancestors 'none' (and X-Frame-Options for older browsers): no other site can frame the
+        // challenge page to capture the shopper's one-time code or click through it for them.
+        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'"),
+        ("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nosniff"),
     ]
 
     func show(_ request: Request) async -> Response {

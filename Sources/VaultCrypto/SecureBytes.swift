@@ -1,20 +1,25 @@
 import COpenSSL
 
 /// A fixed-size byte buffer for secrets: allocated once, never copied by the value semantics of
-/// arrays, and cleansed with `OPENSSL_cleanse` when its last reference goes away.
+/// arrays, kept out of core dumps (and locked in RAM where the memlock limit allows: see
+/// ``SecureMemory``), and cleansed with `OPENSSL_cleanse` when its last reference goes away.
 public struct SecureBytes: Sendable {
-    /// The owner of the allocation; wipes it in `deinit`.
+    /// The owner of the allocation; wipes it in `deinit` and gives it back to the arena.
     final class Storage: @unchecked Sendable {
+        /// The arena's whole block (at least `count` bytes).
+        let block: UnsafeMutableRawBufferPointer
+        /// The bytes in use: the first `max(count, 1)` of the block.
         let pointer: UnsafeMutableRawBufferPointer
 
         init(count: Int) {
-            pointer = .allocate(byteCount: Swift.max(count, 1), alignment: 16)
+            block = SecureMemory.shared.allocate(Swift.max(count, 1))
+            pointer = UnsafeMutableRawBufferPointer(rebasing: block[0..<Swift.max(count, 1)])
             pointer.initializeMemory(as: UInt8.self, repeating: 0)
         }
 
         deinit {
             OPENSSL_cleanse(pointer.baseAddress, pointer.count)
-            pointer.deallocate()
+            SecureMemory.shared.release(block)
         }
     }
 

@@ -245,8 +245,16 @@ public final class AdminSocketServer: Sendable {
             unlink(path)  // left behind by a process that died
         }
         let fd = try makeSocket()
+        // The socket file is born owner-only (0600): bind under a umask that takes group and
+        // other bits (and execute) away, so there is no moment in which another user could
+        // connect, as there was with a chmod after bind. umask is process-wide; this runs at start,
+        // after the store made its directories (every file the store creates asks for 0600 itself).
+        let previousMask = umask(0o177)
         let bound = try withSocketAddress(path) { bind(fd, $0, $1) }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
+        let bindError = errno
+        umask(previousMask)
+        errno = bindError
+        guard bound == 0, listen(fd, 16) == 0 else {
             let text = String(cString: strerror(errno))
             close(fd)
             throw AdminError("io", "cannot listen on \(path): \(text)")

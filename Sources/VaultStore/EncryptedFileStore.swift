@@ -366,6 +366,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         self.fileSystem = options.fileSystem
         self.segmentsDirectory = (directory as NSString).appendingPathComponent("segments")
         try fileSystem.makeDirectory(segmentsDirectory)
+        // The entry for `segments/` is durable in its parent before the first record is written
+        // into it (otherwise it waits for the first checkpoint's rename): one fsync per open.
+        try fileSystem.syncDirectory(directory)
         let (state, report) = try Self.recover(
             directory: directory, segmentsDirectory: segmentsDirectory, fileSystem: fileSystem, logger: options.logger)
         self.state = Mutex(state)

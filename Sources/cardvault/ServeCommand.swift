@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 import HTTPServer
 import Payments
@@ -24,6 +25,11 @@ enum ServeCommand: Command {
         `cardvault keys` and `cardvault clients` use, and creates a development client on the
         first start (its credentials are printed once).
 
+        Before it reads a key it turns core dumps off (RLIMIT_CORE 0, not dumpable) and runs the
+        Swift crash backtracer with frames only (SWIFT_BACKTRACE, set by re-executing itself;
+        CARDVAULT_CRASH_BACKTRACE=off for no crash report). A data or keys directory that group or
+        others can reach, or a key file they can read, stops start-up (exit 78).
+
         Prints "cardvault serving on URL" once listening; logs one JSON object per line on stderr.
         SIGTERM or SIGINT stops accepting connections, finishes in-flight requests, closes the
         store and exits 0.
@@ -38,6 +44,10 @@ enum ServeCommand: Command {
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let explicitFile = try arguments.option("--config")
         try arguments.finish()
+        // Before anything else: the crash backtracer's settings (may re-execute this process), then
+        // no core dumps. See ProcessHardening and docs/threat-model.md.
+        let reexecProblem = ProcessHardening.reexecWithCrashBacktraceSettings()
+        try ProcessHardening.disableCoreDumps()
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         // One line per request: written in batches (and at once for warnings), see the handler.
         let logHandler = BufferedJSONLineLogHandler()
@@ -45,8 +55,24 @@ enum ServeCommand: Command {
         let logger = Logger(handler: logHandler, minimumLevel: configuration.logLevel)
         let announce: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
+        if let reexecProblem { logger.warning("crash backtracer settings not applied", ["reason": .string(reexecProblem)]) }
+        try ProcessHardening.enforcePrivateModes(
+            dataDirectory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory)
         let store = try openStore(configuration, logger: logger, announce: announce)
         defer { store.close() }
+        let secureMemory = SecureMemory.shared.statistics
+        logger.info(
+            "process hardened",
+            [
+                "coreLimit": .int(0), "dumpable": .int(Int(cv_is_dumpable())),
+                "swiftBacktrace": .string(ProcessInfo.processInfo.environment["SWIFT_BACKTRACE"] ?? ""),
+                "secureMemoryBytes": .int(secureMemory.mappedBytes), "lockedBytes": .int(secureMemory.lockedBytes),
+            ])
+        if secureMemory.unlockedMappings > 0 {
+            logger.notice(
+                "secret buffers not locked in memory (RLIMIT_MEMLOCK); they stay excluded from dumps",
+                ["unlockedMappings": .int(secureMemory.unlockedMappings)])
+        }
         let services: MerchantServices
         let server: HTTPServer
         do {

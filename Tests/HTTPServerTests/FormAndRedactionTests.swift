@@ -77,8 +77,13 @@ import VaultCore
 
     @Test func requestIDsEchoSaneOnesOnly() {
         let ids = RequestIDs()
-        #expect(ids.accept("client-req-0001") == "client-req-0001")
-        for bad in [nil, "short", "has space in it", String(repeating: "a", count: 65), Self.pan, "4970-1011-2233-4455", "x\"y<script>"] {
+        #expect(ids.accept("client-req-001") == "client-req-001")
+        #expect(ids.accept("order-12a-345b-678") == "order-12a-345b-678")
+        let cardShaped = [
+            Self.pan, "4970-1011-2233-4455", "4970.1073.6205.4174", "4970_1073_6205_4174", "4970.1073", "req-4970",
+            "ab-12.34-cd", "12.3.4.5.6.7.8.9",
+        ]
+        for bad in [nil, "short", "has space in it", String(repeating: "a", count: 65), "x\"y<script>"] + cardShaped {
             let id = ids.accept(bad)
             #expect(id != bad)
             #expect(RequestIDs.isAcceptable(id))
@@ -86,5 +91,11 @@ import VaultCore
         let first = ids.next()
         let second = ids.next()
         #expect(first != second)
+        // The server's own ids are letters and dashes only, at every counter width.
+        for _ in 0..<5000 {
+            let id = ids.next()
+            #expect(RequestIDs.isAcceptable(id))
+            #expect(!id.utf8.contains { $0 >= 0x30 && $0 <= 0x39 })
+        }
     }
 }

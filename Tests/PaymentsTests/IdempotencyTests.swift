@@ -42,6 +42,34 @@ import VaultCore
         #expect(IdempotencyLedger.isValidKey(key) == valid)
     }
 
+    /// A crash mid-request leaves the key reserved with no response: after the in-progress timeout it
+    /// counts as not started (the retry runs), before it the retry is still a conflict.
+    @Test func aReservationWithoutAnswerTimesOutIntoNotStarted() async throws {
+        let fixture = PaymentsFixture(
+            configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/", idempotencyInProgressTimeout: 60))
+        let ledger = fixture.services.idempotency
+        let body = Array(#"{"Currency":"EUR"}"#.utf8)
+        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body) == .proceed)
+        fixture.clock.advance(by: 59)
+        let early = await PaymentsError.from {
+            try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body)
+        }
+        #expect(early?.code == .idempotencyConflict)
+        fixture.clock.advance(by: 1)
+        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body) == .proceed)
+        // The retry holds the key now: a third attempt right away conflicts again.
+        let third = await PaymentsError.from {
+            try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body)
+        }
+        #expect(third?.code == .idempotencyConflict)
+        // An answered entry does not time out: it replays for the whole retention.
+        let stored = StoredResponse(
+            statusCode: 200, contentType: "application/json", body: Array("{}".utf8), requestURL: "/p", date: 1)
+        try await ledger.record(clientId: "shop", key: key, response: stored)
+        fixture.clock.advance(by: 3600)
+        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body) == .replay(stored))
+    }
+
     @Test func abandonedReservationFreesTheKey() async throws {
         let fixture = PaymentsFixture()
         let ledger = fixture.services.idempotency

@@ -9,6 +9,20 @@ import Glibc
 #endif
 
 @Suite struct StoreFaultTests {
+    /// `segments/` is made durable in the data directory when the store opens, before the first
+    /// record lands in it (not only at the first checkpoint's rename).
+    @Test func openingSyncsTheSegmentsDirectoryIntoItsParent() async throws {
+        let sandbox = try StoreSandbox()
+        let files = FaultInjectingFileSystem()
+        let store = try sandbox.open(testOptions(fileSystem: files))
+        defer { store.close() }
+        let synced = files.syncedDirectories.withLock { $0 }
+        #expect(synced.first == sandbox.data)
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: sandbox.data + "/segments", isDirectory: &isDirectory))
+        #expect(isDirectory.boolValue)
+    }
+
     @Test(arguments: ["ENOSPC", "EIO"])
     func aFailedWriteErrsStaysReadableAndRefusesWritesUntilSpaceReturns(errorName: String) async throws {
         let code = errorName == "ENOSPC" ? ENOSPC : EIO

@@ -92,7 +92,12 @@ final class FaultInjectingFileSystem: StorageFileSystem {
     func makeDirectory(_ directory: String) throws { try base.makeDirectory(directory) }
     func removeFile(_ path: String) throws { try base.removeFile(path) }
     func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    func syncDirectory(_ directory: String) throws { try base.syncDirectory(directory) }
+    func syncDirectory(_ directory: String) throws {
+        try base.syncDirectory(directory)
+        syncedDirectories.withLock { $0.append(directory) }
+    }
+    /// Every directory synced, in order.
+    let syncedDirectories = Mutex<[String]>([])
 }
 
 final class FaultInjectingFile: StorageFile {

@@ -30,6 +30,9 @@ struct cv_mhd_settings {
     const char *tls_certificate_pem;
     const char *tls_key_pem;
     const char *tls_trust_pem;
+    /// GnuTLS priority string (MHD_OPTION_HTTPS_PRIORITIES): versions and cipher suites offered;
+    /// NULL for libmicrohttpd's default.
+    const char *tls_priorities;
     /// Called once per request with the raw request URI and `uri_cls`; returns the per-request
     /// context. libmicrohttpd's own parse of the query into GET arguments is skipped (see
     /// cv_mhd.c): the callback must keep the query it needs. When set, these settings must outlive

@@ -4,4 +4,5 @@
 #include "cv_version.h"
 #include "cv_mhd.h"
 #include "cv_crc32c.h"
+#include "cv_process.h"
 #endif
