@@ -39,10 +39,11 @@ public final class SecureMemory: Sendable {
     static let chunkBytes = 64 << 10
 
     private struct State {
-        var free: [[UnsafeMutableRawPointer]] = Array(repeating: [], count: SecureMemory.sizeClasses.count)
+        /// Free blocks by size class, as addresses (`UInt`: pointers are not `Sendable`).
+        var free: [[UInt]] = Array(repeating: [], count: SecureMemory.sizeClasses.count)
         var statistics = Statistics(mappedBytes: 0, lockedBytes: 0, unlockedMappings: 0, dumpableMappings: 0)
         /// Large mappings that `mlock` pinned.
-        var lockedLarge: Set<UnsafeMutableRawPointer> = []
+        var lockedLarge: Set<UInt> = []
     }
 
     private let state = Mutex(State())
@@ -62,19 +63,20 @@ public final class SecureMemory: Sendable {
         guard let index = Self.sizeClass(for: count) else {
             let bytes = (count + pageSize - 1) / pageSize * pageSize
             let (start, locked) = map(bytes)
-            if locked { state.withLock { _ = $0.lockedLarge.insert(start) } }
+            if locked { state.withLock { _ = $0.lockedLarge.insert(UInt(bitPattern: start)) } }
             return UnsafeMutableRawBufferPointer(start: start, count: bytes)
         }
         let size = Self.sizeClasses[index]
-        if let block = state.withLock({ $0.free[index].popLast() }) {
+        if let address = state.withLock({ $0.free[index].popLast() }), let block = UnsafeMutableRawPointer(bitPattern: address) {
             return UnsafeMutableRawBufferPointer(start: block, count: size)
         }
         // A new chunk, carved into blocks of this class; the first is the caller's.
         let chunk = map(Self.chunkBytes).start
         let blocks = Self.chunkBytes / size
+        let base = UInt(bitPattern: chunk)
         state.withLock { state in
             for offset in stride(from: (blocks - 1) * size, to: 0, by: -size) {
-                state.free[index].append(chunk + offset)
+                state.free[index].append(base + UInt(offset))
             }
         }
         return UnsafeMutableRawBufferPointer(start: chunk, count: size)
@@ -84,10 +86,12 @@ public final class SecureMemory: Sendable {
     func release(_ block: UnsafeMutableRawBufferPointer) {
         guard let start = block.baseAddress else { return }
         if let index = Self.sizeClasses.firstIndex(of: block.count) {
-            state.withLock { $0.free[index].append(start) }
+            let address = UInt(bitPattern: start)
+            state.withLock { $0.free[index].append(address) }
             return
         }
-        let locked = state.withLock { $0.lockedLarge.remove(start) != nil }
+        let address = UInt(bitPattern: start)
+        let locked = state.withLock { $0.lockedLarge.remove(address) != nil }
         if locked { munlock(start, block.count) }
         munmap(start, block.count)
         state.withLock { state in

@@ -24,7 +24,8 @@ def _free_port():
 
 
 class Daemon:
-    def __init__(self, extra_env=None):
+    def __init__(self, extra_env=None, wrapper=None):
+        """`wrapper`: argv put before the binary (e.g. a shell that sets limits, then `exec "$@"`)."""
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="cardvault-sdk-"))
         self.data_dir = self.workdir / "data"
         self.data_dir.mkdir(mode=0o700)
@@ -43,7 +44,7 @@ class Daemon:
         env.update(extra_env or {})
         self.stdout_path = self.workdir / "daemon.out"
         self.process = subprocess.Popen(
-            [binary, "serve"], cwd=str(ROOT), env=env,
+            list(wrapper or []) + [binary, "serve"], cwd=str(ROOT), env=env,
             stdout=open(self.stdout_path, "wb"), stderr=open(self.log_path, "wb"))
         self.client_id, self.api_key = self._wait_for_credentials()
 
