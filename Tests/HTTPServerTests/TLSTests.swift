@@ -95,6 +95,7 @@ struct TestCertificates: Sendable {
             #expect(answer.hasPrefix("HTTP/1.1 200"))
             #expect(answer.contains(#"{"status":"ok"}"#))
             #expect(answer.contains("X-Request-Id:"))
+            #expect(answer.contains("Strict-Transport-Security: max-age=31536000\r\n"))
             // Plain HTTP to the TLS port gets no HTTP answer.
             let plain = try await blocking { () -> Int? in
                 let client = try RawHTTPClient(port: port, timeoutSeconds: 2)

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@testable import VaultCrypto
+
+@Suite struct SecureMemoryTests {
+    /// The VmFlags of the mapping holding `address`, from /proc/self/smaps.
+    static func mappingFlags(of address: UInt) throws -> [String] {
+        let smaps = try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8)
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            let first = line.split(separator: " ").first ?? ""
+            let bounds = first.split(separator: "-")
+            if bounds.count == 2, let low = UInt(bounds[0], radix: 16), let high = UInt(bounds[1], radix: 16) {
+                inside = low <= address && address < high
+            } else if inside && line.hasPrefix("VmFlags:") {
+                return line.split(separator: " ").dropFirst().map(String.init)
+            }
+        }
+        return []
+    }
+
+    @Test(arguments: [1, 32, 33, 100, 4096, 4097, 70_000])
+    func blocksAreZeroedAlignedAndExcludedFromDumps(count: Int) throws {
+        let bytes = SecureBytes(count: count) { buffer in
+            for index in buffer.indices { buffer[index] = 0xA5 }
+        }
+        let address = bytes.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        #expect(address % 16 == 0)
+        #expect(bytes.withUnsafeBytes { $0.count } == count)
+        let flags = try Self.mappingFlags(of: address)
+        #expect(flags.contains("dd"), "MADV_DONTDUMP missing: \(flags)")
+        if geteuid() == 0 { #expect(flags.contains("lo"), "not mlock-ed: \(flags)") }
+        let fresh = SecureBytes(count: count)
+        #expect(fresh.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+    }
+
+    @Test func aReleasedBufferIsWipedWhereItLay() throws {
+        // 3000 bytes: the 4096-byte class, whose chunks stay mapped after release.
+        var address: UInt = 0
+        do {
+            let secret = SecureBytes(count: 3000) { buffer in
+                for index in buffer.indices { buffer[index] = 0x5A }
+            }
+            address = secret.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        }
+        let view = try #require(UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: 3000))
+        #expect(!view.contains(0x5A))
+    }
+
+    @Test func sizeClasses() {
+        #expect(SecureMemory.sizeClass(for: 1) == 0)
+        #expect(SecureMemory.sizeClass(for: 32) == 0)
+        #expect(SecureMemory.sizeClass(for: 33) == 1)
+        #expect(SecureMemory.sizeClass(for: 4096) == SecureMemory.sizeClasses.count - 1)
+        #expect(SecureMemory.sizeClass(for: 4097) == nil)
+    }
+
+    @Test func blocksAreReusedAndLargeBuffersUnmapped() {
+        let arena = SecureMemory()
+        let small = arena.allocate(20)
+        #expect(small.count == 32)
+        #expect(arena.statistics.mappedBytes == SecureMemory.chunkBytes)
+        arena.release(small)
+        let again = arena.allocate(31)
+        #expect(again.baseAddress == small.baseAddress)  // from the free list, no new chunk
+        #expect(arena.statistics.mappedBytes == SecureMemory.chunkBytes)
+        let large = arena.allocate(100_000)
+        #expect(large.count % arena.pageSize == 0 && large.count >= 100_000)
+        #expect(arena.statistics.mappedBytes == SecureMemory.chunkBytes + large.count)
+        if geteuid() == 0 { #expect(arena.statistics.lockedBytes == arena.statistics.mappedBytes) }
+        arena.release(large)
+        #expect(arena.statistics.mappedBytes == SecureMemory.chunkBytes)
+        #expect(arena.statistics.dumpableMappings == 0)
+    }
+}
