@@ -83,6 +83,7 @@ import VaultCore
             "CARDVAULT_TLS_CERTIFICATE_FILE": "/tls/cert.pem",
             "CARDVAULT_TLS_KEY_FILE": "/tls/key.pem",
             "CARDVAULT_TLS_CLIENT_CA_FILE": "/tls/ca.pem",
+            "CARDVAULT_METRICS_TOKEN": "prometheus-scrape-token-1",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -104,7 +105,8 @@ import VaultCore
                 threads: 3,
                 shutdownGracePeriodSeconds: 1
             ),
-            tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem")
+            tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
+            metricsToken: Redacted("prometheus-scrape-token-1")
         )
         #expect(configuration == expected)
     }
