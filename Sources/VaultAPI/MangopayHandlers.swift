@@ -51,7 +51,10 @@ struct MangopayHandlers: Sendable {
     /// The `grant_type` of a token request body, JSON (as the Python SDK sends it) or form-encoded.
     private func grantType(_ body: [UInt8]) -> String? {
         guard !body.isEmpty else { return nil }
-        if let json = try? MangopayJSON.parse(body), case .string(let grant)? = json["grant_type"] { return grant }
+        if let json = try? MangopayJSON.parse(body), case .object = json {
+            var fields = MangopayFields(object: json)
+            return fields.string("grant_type")
+        }
         return (try? URLEncodedForm.parse(body))?["grant_type"]
     }
 
