@@ -6,8 +6,9 @@ import Payments
 /// - **text**: a string; an integer JSON number too (its decimal text: the Python SDK sends `CompanyNumber` and
 ///   `IncomeRange` as numbers). A number with a fraction or exponent, or beyond the 64-bit range, is refused: its
 ///   exact text is not kept, and no documented text field holds such a number.
-/// - **integer** (dates in Unix seconds, screen sizes): an integer number; an integral decimal (`188352000.0`, which
-///   the Python SDK sends for `time.mktime(...)` birthdays); a string holding a decimal integer. Within 64 bits.
+/// - **integer** (dates in Unix seconds, screen sizes): an integer number within 64 bits; an integral decimal up to
+///   2^53 (`188352000.0`, which the Python SDK sends for `time.mktime(...)` birthdays); a string holding a decimal
+///   integer within 64 bits.
 /// - **amount** (minor units): an integer number only, with no fraction or exponent, between `-maximumAmount` and
 ///   `maximumAmount`. A float, a string or an out-of-range amount is refused: money is never rounded or guessed.
 /// - **boolean**: `true`/`false`, or the numbers `1`/`0` (the Python SDK's `BooleanField` sends those).
@@ -21,6 +22,9 @@ struct MangopayFields {
     /// The path of this object in the body, with a trailing dot (`"Billing."`); empty at the top.
     let prefix: String
     private(set) var errors: [String: String] = [:]
+
+    /// Largest magnitude of an integral decimal an integer field takes (2^53: every integer up to it is exact).
+    static let exactDoubleLimit = 9_007_199_254_740_992.0
 
     /// Largest magnitude of an amount, in minor units (one billion in a two-decimal currency).
     static let maximumAmount = Funds.maximumAmount
@@ -65,9 +69,10 @@ struct MangopayFields {
         switch value(key) {
         case nil: return nil
         case .int(let number): return number
-        case .double(let number) where number.rounded(.towardZero) == number:
-            // Every integral double in [-2^63, 2^63) converts exactly; the bounds are powers of two.
-            if number >= -9_223_372_036_854_775_808.0, number < 9_223_372_036_854_775_808.0 { return Int64(number) }
+        case .double(let number) where number.rounded(.towardZero) == number && abs(number) <= Self.exactDoubleLimit:
+            // Only up to 2^53, where a double is an exact integer: an integer literal beyond 64 bits also arrives as
+            // a double, rounded (-9223372036854775809 becomes -2^63), and must not pass for a value in range.
+            return Int64(number)
         case .string(let text):
             if let number = Self.decimalInteger(text) { return number }
         default:

@@ -152,7 +152,7 @@ extension MangopayJSON {
         #expect(!read.json.keys.contains("PendingUserAction"))
 
         let invalid = await harness.send(
-            "POST", harness.api("/users/natural"), body: #"{"FirstName":7,"Email":"x","Birthday":"yesterday"}"#)
+            "POST", harness.api("/users/natural"), body: #"{"FirstName":true,"Email":"x","Birthday":"yesterday"}"#)
         #expect(invalid.status.code == 400)
         #expect(invalid.json["Type"] == .string("param_error"))
         #expect(Set(invalid.json["errors"]?.keys ?? []) == ["FirstName", "Birthday"])

@@ -307,7 +307,7 @@ extension MangopayHarness {
         ])
         let wrongTypes = await harness.send(
             "POST", target,
-            body: #"{"AuthorId":7,"CardId":["c"],"DebitedFunds":{"Currency":"EUR","Amount":"10"},"Fees":"x","#
+            body: #"{"AuthorId":true,"CardId":["c"],"DebitedFunds":{"Currency":"EUR","Amount":"10"},"Fees":"x","#
                 + #""BrowserInfo":{"JavaEnabled":"yes","ColorDepth":1.5,"TimeZoneOffset":true},"Billing":{"Address":3},"#
                 + #""SecureMode":"ALWAYS","IpAddress":"999.1.1.1","SecureModeReturnURL":"javascript:alert(1)","Tag":{}}"#)
         #expect(wrongTypes.status.code == 400)

@@ -5,7 +5,7 @@ validations and refunds, sent as raw JSON to the release daemon: extreme integer
 Each answer is below 500. A 4xx names the field (its path, a parent or a child of it). Where the binding
 (docs/wire-binding.md) cannot take the value for the field's kind, the answer is a 400 naming exactly that field:
 an amount takes only an integer within +/-100000000000, a text field a string or an integer in 64 bits, an
-integer field an integer (integral decimals and digit strings included) in 64 bits, a boolean true/false/1/0.
+integer field an integer in 64 bits (integral decimals up to 2^53, digit strings), a boolean true/false/1/0.
 The daemon stays up: /health answers after every batch and the process is alive."""
 import copy
 import json
@@ -63,7 +63,7 @@ def binding_refuses(kind, literal):
         if tag == "int":
             return not in64(value[1])
         if tag == "float":
-            return not (value[1] == int(value[1]) and in64(int(value[1])))
+            return not (value[1] == int(value[1]) and abs(value[1]) <= 2**53)
         if tag == "str":
             text = value[1]
             digits = text[1:] if text[:1] in "+-" else text
