@@ -38,9 +38,11 @@ extension PayInService {
         rules.amount(request.fees?.amount, "Fees.Amount")
         try rules.check()
         for _ in 0..<10 {
-            guard let (payIn, payInVersion) = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
+            guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)
             }
+            let payIn = found.value
+            let payInVersion = found.version
             guard payIn.machine.state == .succeeded else {
                 throw PaymentsError.invalid("PayInId", "Only a SUCCEEDED pay-in can be refunded.")
             }
@@ -64,8 +66,10 @@ extension PayInService {
             if fees > amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
             try rules.check()
             guard let walletId = payIn.creditedWalletId,
-                let (wallet, walletVersion) = try await wallets.read(clientId: clientId, id: walletId)
+                let storedWallet = try await wallets.read(clientId: clientId, id: walletId)
             else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
+            let wallet = storedWallet.value
+            let walletVersion = storedWallet.version
 
             let feesBack = max(0, -fees)
             let result: ResultCode =
@@ -120,9 +124,9 @@ extension PayInService {
     /// The refund `id` of `clientId`.
     public func refund(clientId: String, id: String) async throws -> Refund {
         guard Identifier.isWellFormed(id),
-            let (refund, _) = try await environment.store.read(Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
+            let refund = try await environment.store.read(Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
         else { throw PaymentsError.notFound("Refund", id: id) }
-        return refund
+        return refund.value
     }
 
     /// The refunds of pay-in `payInId`, a page at a time.
