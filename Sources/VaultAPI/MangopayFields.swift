@@ -252,15 +252,22 @@ extension MangopayFields {
         return fields
     }
 
-    /// A direct card pay-in body, or a card validation body (which carries no funds).
+    /// A direct card pay-in body.
     mutating func payInRequest() -> PayInRequest {
-        var request = PayInRequest()
-        request.authorId = string("AuthorId")
+        var request = cardValidationRequest()
         request.creditedUserId = string("CreditedUserId")
         request.creditedWalletId = string("CreditedWalletId")
         request.debitedFunds = money("DebitedFunds")
         request.fees = money("Fees")
         request.cardId = string("CardId")
+        return request
+    }
+
+    /// A card validation body: a pay-in's fields without funds, wallet or card (the card is in the path), which
+    /// are not looked at.
+    mutating func cardValidationRequest() -> PayInRequest {
+        var request = PayInRequest()
+        request.authorId = string("AuthorId")
         request.secureModeReturnURL = string("SecureModeReturnURL")
         request.secureMode = string("SecureMode")
         request.ipAddress = string("IpAddress")

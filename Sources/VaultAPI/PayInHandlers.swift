@@ -52,7 +52,7 @@ struct PayInHandlers: Sendable {
 
     func createValidation(_ request: Request, clientId: String) async throws -> Response {
         var body = try MangopayFields(body: request.body)
-        var validation = body.payInRequest()
+        var validation = body.cardValidationRequest()
         try body.check()
         validation.cardId = id(request)
         let made = try await services.payIns.create(clientId: clientId, request: validation, purpose: .cardValidation)
