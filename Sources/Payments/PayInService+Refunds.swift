@@ -47,7 +47,8 @@ extension PayInService {
                 throw PaymentsError.invalid("PayInId", "Only a SUCCEEDED pay-in can be refunded.")
             }
             let currency = payIn.debitedFunds.currency
-            let left = try Self.checked(payIn.creditedFunds.amount.subtractingReportingOverflow(payIn.refunded), "DebitedFunds.Amount")
+            let left = try Self.checked(
+                payIn.creditedFunds.amount.subtractingReportingOverflow(payIn.refunded), "DebitedFunds.Amount")
             let feesLeft = try Self.checked(
                 payIn.fees.amount.subtractingReportingOverflow(payIn.refundedFees ?? 0), "Fees.Amount")
             let amount = request.debitedFunds?.amount ?? left
@@ -59,7 +60,8 @@ extension PayInService {
                 rules.fail("Fees.Currency", "The currency must be the pay-in's (\(currency)).")
             }
             if amount <= 0 {
-                rules.fail("DebitedFunds.Amount", left > 0 ? "The amount must be positive." : "Nothing is left to refund.")
+                rules.fail(
+                    "DebitedFunds.Amount", left > 0 ? "The amount must be positive." : "Nothing is left to refund.")
             } else if amount > left {
                 rules.fail("DebitedFunds.Amount", "The amount is above what is left to refund (\(left)).")
             }
@@ -73,7 +75,8 @@ extension PayInService {
 
             let feesBack = max(0, -fees)
             let result: ResultCode =
-                feesBack > feesLeft ? .refundedFeesAboveInitialFees : wallet.balance < amount ? .insufficientBalance : .success
+                feesBack > feesLeft
+                ? .refundedFeesAboveInitialFees : wallet.balance < amount ? .insufficientBalance : .success
             let now = environment.nowSeconds
             let refund = Refund(
                 id: Identifier.make("refund_", random: environment.random), clientId: clientId, payInId: payIn.id,
@@ -89,13 +92,15 @@ extension PayInService {
             ]
             if result == .success {
                 var refundedPayIn = payIn
-                refundedPayIn.refunded = try Self.checked(payIn.refunded.addingReportingOverflow(amount), "DebitedFunds.Amount")
+                refundedPayIn.refunded = try Self.checked(
+                    payIn.refunded.addingReportingOverflow(amount), "DebitedFunds.Amount")
                 if feesBack > 0 {
                     refundedPayIn.refundedFees = try Self.checked(
                         (payIn.refundedFees ?? 0).addingReportingOverflow(feesBack), "Fees.Amount")
                 }
                 var debitedWallet = wallet
-                debitedWallet.balance = try Self.checked(wallet.balance.subtractingReportingOverflow(amount), "DebitedFunds.Amount")
+                debitedWallet.balance = try Self.checked(
+                    wallet.balance.subtractingReportingOverflow(amount), "DebitedFunds.Amount")
                 writes += [
                     .put(collection: Self.payIns, id: Identifier.scoped(clientId, payIn.id),
                          value: try RecordCoding.encode(refundedPayIn), condition: .version(payInVersion)),

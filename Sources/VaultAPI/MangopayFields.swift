@@ -193,7 +193,8 @@ struct MangopayFields {
     /// `text` as a decimal integer: an optional sign and 1 to 19 ASCII digits, within 64 bits.
     static func decimalInteger(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
-        let digits = bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+") ? bytes.dropFirst() : bytes[...]
+        let signed = bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "+")
+        let digits = signed ? bytes.dropFirst() : bytes[...]
         guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return Int64(text)
     }
@@ -301,7 +302,8 @@ extension MangopayFields {
     /// A name and an address (`Billing`, `Shipping`).
     private mutating func party(_ key: String) -> PartyAddress? {
         object(key) { party in
-            PartyAddress(firstName: party.string("FirstName"), lastName: party.string("LastName"), address: party.address("Address"))
+            PartyAddress(
+                firstName: party.string("FirstName"), lastName: party.string("LastName"), address: party.address("Address"))
         }
     }
 }

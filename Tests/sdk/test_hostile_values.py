@@ -139,7 +139,9 @@ def browser_info():
 
 @pytest.fixture(scope="module")
 def api(daemon):
-    return Api(daemon)
+    instance = Api(daemon)
+    yield instance
+    print("\nhostile-value requests sent:", instance.sent)
 
 
 def fresh_payer(api):
