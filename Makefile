@@ -31,7 +31,7 @@ test: deps-test
 
 ## test-sdk: the official Mangopay Python SDK and the hosted checkout in headless Chromium (Tests/sdk, pytest in .venv) against a live daemon
 test-sdk: deps-test
-	$(SWIFT) build --product cardvault $(SWIFT_STRICT)
+	$(SWIFT) build -c release --product cardvault $(SWIFT_STRICT)
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
 	.venv/bin/python -m pytest -q Tests/sdk
