@@ -304,6 +304,20 @@ public struct PayInService: Sendable {
     /// The pay-ins made with card `cardId`, a page at a time.
     public func transactions(clientId: String, cardId: String, page: PageRequest) async throws -> Page<PayIn> {
         _ = try await cards.get(clientId: clientId, id: cardId)
+        return page.slice(try await payIns(clientId: clientId, cardId: cardId), creationDate: \.creationDate, id: \.id)
+    }
+
+    /// The pay-ins (not validations) of every card of `clientId` with `fingerprint`, a page at a time; an
+    /// unknown fingerprint has none.
+    public func transactions(clientId: String, fingerprint: String, page: PageRequest) async throws -> Page<PayIn> {
+        var items: [PayIn] = []
+        for card in try await cards.all(clientId: clientId, fingerprint: fingerprint) {
+            items += try await payIns(clientId: clientId, cardId: card.id)
+        }
+        return page.slice(items, creationDate: \.creationDate, id: \.id)
+    }
+
+    private func payIns(clientId: String, cardId: String) async throws -> [PayIn] {
         var items: [PayIn] = []
         let prefix = Identifier.indexed(clientId, cardId, "")
         for entry in try await environment.store.scanAll(Self.byCard, prefix: prefix) {
@@ -314,7 +328,7 @@ public struct PayInService: Sendable {
                 items.append(payIn)
             }
         }
-        return page.slice(items, creationDate: \.creationDate, id: \.id)
+        return items
     }
 
     // MARK: Challenge

@@ -105,6 +105,13 @@ def wallet_of(sdk, user):
     return sdk.Wallet(**wallet.save())
 
 
+NUMBERS = {}  # card id -> the number registered (the daemon never shows it)
+
+
+def card_number_of(card):
+    return NUMBERS[card.id]
+
+
 def registered_card_id(sdk, user, number=None):
     """The card registration of the SDK's live tests: save, post the card form, save the dict back."""
     number = number or card_number()
@@ -120,6 +127,7 @@ def registered_card_id(sdk, user, number=None):
     saved_registration["registration_data"] = response.text
     updated_registration = sdk.CardRegistration(**saved_registration).save()
     assert updated_registration["status"] == "VALIDATED"
+    NUMBERS[updated_registration["card_id"]] = number
     return updated_registration["card_id"]
 
 
@@ -367,6 +375,13 @@ def test_direct_payin_with_avs_billing(sdk, sdk_requests):
     assert fetched.browser_info.timezone_offset == "+60" and fetched.browser_info.color_depth == 4
     assert balance(sdk, credited_wallet) == 900 and balance(sdk, debited_wallet) == 0
     assert [t.id for t in card.get_transactions()] == [result["id"]]
+    # test_get_transactions_for_fingerprint: the same card registered twice, one fingerprint, both cards' pay-ins.
+    again = sdk.Card.get(registered_card_id(sdk, user, card_number_of(card)))
+    assert again.fingerprint == card.fingerprint and again.id != card.id
+    second = direct_payin(sdk, user, credited_wallet, again.id, amount=500, fees=0)
+    listed = sdk.Card.get_transactions_by_fingerprint(card.fingerprint)
+    assert sorted(t.id for t in listed) == sorted([result["id"], second.id])
+    assert {t.status for t in listed} == {"SUCCEEDED"}
 
 
 def test_direct_payin_with_3ds_challenge(sdk, sdk_requests):
