@@ -276,9 +276,9 @@ extension MangopayFields {
             BrowserInfo(
                 acceptHeader: info.string("AcceptHeader"), javaEnabled: info.boolean("JavaEnabled"),
                 javascriptEnabled: info.boolean("JavascriptEnabled"), language: info.string("Language"),
-                colorDepth: info.integer("ColorDepth").map { Int($0) },
-                screenHeight: info.integer("ScreenHeight").map { Int($0) },
-                screenWidth: info.integer("ScreenWidth").map { Int($0) },
+                colorDepth: info.integer("ColorDepth").map { Int(clamping: $0) },
+                screenHeight: info.integer("ScreenHeight").map { Int(clamping: $0) },
+                screenWidth: info.integer("ScreenWidth").map { Int(clamping: $0) },
                 // Minutes as text: the docs send 60, the SDK tests "+60"; a text field takes both.
                 timeZoneOffset: info.string("TimeZoneOffset"), userAgent: info.string("UserAgent"))
         }
