@@ -166,9 +166,13 @@ def random_visa():
     return "".join(map(str, digits)) + str((10 - total % 10) % 10)
 
 
+REGISTERED = []  # every number this module registers, for the PAN scan of test_zz_scan.py
+
+
 def register_card(api, user, number=None):
     """A registered card of `user`; a number of its own by default (no other test's fingerprint listing grows)."""
     number = number or random_visa()
+    REGISTERED.append(number)
     registration = api.json("POST", "/cardregistrations", {"UserId": user, "Currency": "EUR"})
     form = requests.post(registration["CardRegistrationURL"], data={
         "data": registration["PreregistrationData"], "accessKeyRef": registration["AccessKey"],
