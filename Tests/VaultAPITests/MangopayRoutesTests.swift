@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import HTTPServer
 import Testing
 import VaultCore
@@ -346,7 +345,7 @@ extension MangopayJSON {
 /// An in-memory store whose writes fail as the file store's do on a full disk, while `refusing`.
 final class WriteRefusingStore: RecordStore {
     let base = InMemoryRecordStore()
-    let refusing = Mutex(false)
+    let refusing = Locked(false)
 
     func get(_ collection: String, id: String) async throws -> Record? { try await base.get(collection, id: id) }
 
