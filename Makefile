@@ -9,7 +9,7 @@ RELEASE_TEST_PATH := .build/release-tests
 # Every test that starts the daemon or a CLI command runs this binary: the release build `make run` starts.
 TEST_ENV := CARDVAULT_BIN=$(CURDIR)/$(RELEASE_BIN)
 # Sanitizer runs report to stderr and fail the test on the first report.
-SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 TSAN_OPTIONS=halt_on_error=1
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 TSAN_OPTIONS=halt_on_error=1:suppressions=$(CURDIR)/Tests/tsan.supp
 
 # Debian packages, by what needs them.
 PACKAGES_BUILD := libssl-dev libmicrohttpd-dev pkg-config

@@ -1,8 +1,8 @@
+import Synchronization
 import CMicroHTTPD
 import CShims
 import Dispatch
 import Foundation
-import Synchronization
 import VaultCore
 
 /// Why the server could not start.
@@ -48,7 +48,7 @@ public struct ServerError: CodedError, Equatable {
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let core: ServerCore
-    private let running = Mutex<RunningDaemon?>(nil)
+    private let running = Locked<RunningDaemon?>(nil)
 
     /// - Parameters:
     ///   - configuration: address, limits, threading and TLS.
@@ -132,7 +132,7 @@ final class ShutdownSignal: Sendable {
     }
 
     private final class Shared: Sendable {
-        let state = Mutex(State())
+        let state = Locked(State())
     }
 
     private let shared = Shared()
