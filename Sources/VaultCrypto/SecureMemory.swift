@@ -1,4 +1,4 @@
-import Synchronization
+import VaultCore
 
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +46,7 @@ public final class SecureMemory: Sendable {
         var lockedLarge: Set<UInt> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     init() {}

@@ -96,7 +96,7 @@ final class FaultInjectingFileSystem: StorageFileSystem {
         syncedDirectories.withLock { $0.append(directory) }
     }
     /// Every directory synced, in order.
-    let syncedDirectories = Mutex<[String]>([])
+    let syncedDirectories = Locked<[String]>([])
 }
 
 final class FaultInjectingFile: StorageFile {
