@@ -346,3 +346,70 @@ def test_aborted_connections_are_not_warnings(daemon):
     time.sleep(1.2)  # the log handler writes info lines in batches
     new = log_lines(daemon)[before:]
     assert not [line for line in new if line.get("level") in ("warning", "error")], new
+
+
+# ------------------------------------------------------------------------------------------- framing in a browser
+
+class _FramingHandler(__import__("http.server").server.BaseHTTPRequestHandler):
+    """An attacker's page that puts the URL in `?u=` into an iframe."""
+    def do_GET(self):
+        from urllib.parse import parse_qs, urlparse
+        target = parse_qs(urlparse(self.path).query).get("u", [""])[0]
+        body = ("<!DOCTYPE html><title>evil</title><iframe id='victim' width='800' height='600' src='%s'></iframe>"
+                % target.replace("'", "%27")).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def framed_text(browser, attacker, url):
+    """Loads the attacker's page framing `url`; returns the frame's body text as the browser shows it."""
+    from urllib.parse import quote
+    from selenium.webdriver.common.by import By
+    browser.get(attacker + "/?u=" + quote(url, safe=""))
+    time.sleep(1.5)
+    browser.switch_to.frame(browser.find_element(By.ID, "victim"))
+    try:
+        return browser.find_element(By.TAG_NAME, "body").text
+    finally:
+        browser.switch_to.default_content()
+
+
+def test_a_real_browser_refuses_to_frame_the_acs_page(sdk):
+    import http.server
+    import threading
+    from test_payins_e2e import CHALLENGED, pay, payer, register_card
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from test_payins_e2e import CHROMEDRIVER, CHROMIUM
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FramingHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    attacker = "http://127.0.0.1:%d" % server.server_address[1]
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"):
+        options.add_argument(argument)
+    browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        user, wallet = payer(sdk)
+        card_id, reference = register_card(sdk, user, CHALLENGED, "Mozilla/5.0 (framing)")
+        payin = pay(sdk, user, wallet, card_id, 1600, reference=reference)
+        acs = payin.secure_mode_redirect_url
+        # Control: a page of the same daemon without framing headers shows inside the attacker's frame.
+        health = acs.split("/acs/")[0] + "/health"
+        assert '"status"' in framed_text(browser, attacker, health)
+        # The ACS page does not: the frame stays empty (Chrome shows its own blocked-content page).
+        shown = framed_text(browser, attacker, acs)
+        assert "One-time code" not in shown and "Confirm your payment" not in shown
+        # Opened directly, the same link works.
+        browser.get(acs)
+        assert "One-time code" in browser.page_source
+    finally:
+        browser.quit()
+        server.shutdown()
+        server.server_close()
