@@ -1,5 +1,3 @@
-import VaultCore
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,10 +5,10 @@ import Glibc
 /// Memory for secrets that stays out of core dumps and, where the limit allows, out of swap.
 ///
 /// Blocks come from page-aligned chunks mapped with `mmap`, marked `MADV_DONTDUMP` and locked with
-/// `mlock` once per chunk, then handed out by size class (32 bytes to 4 KiB) from free lists. Doing
-/// the two system calls per buffer would cost about 15 µs (measured: page allocation, madvise,
-/// mlock, munlock, free), which a decryption per record cannot pay; a block from a free list costs
-/// a lock. Larger buffers get chunks of their own, unmapped on release. Released blocks are wiped by
+/// `mlock` once per chunk, then handed out by size class (32 bytes to 4 KiB, powers of two) from
+/// free lists. Doing the two system calls per buffer would cost about 15 µs (measured: page
+/// allocation, madvise, mlock, munlock, free), which a decryption per record cannot pay; a block
+/// from a free list costs a lock. Larger buffers get chunks of their own, unmapped on release. Released blocks are wiped by
 /// their owner (``SecureBytes``) before they return here, so every block handed out is zero.
 ///
 /// `mlock` is best-effort: when `RLIMIT_MEMLOCK` is used up (8 MiB by default for a non-root user)
@@ -39,26 +37,34 @@ public final class SecureMemory: Sendable {
     static let chunkBytes = 64 << 10
 
     private struct State {
-        /// Free blocks by size class, as addresses (`UInt`: pointers are not `Sendable`).
-        var free: [[UInt]] = Array(repeating: [], count: SecureMemory.sizeClasses.count)
+        /// The first free block of each size class, as an address (`UInt`: pointers are not
+        /// `Sendable`), 0 when none. A free block's first word holds the next one's address.
+        var heads = [UInt](repeating: 0, count: SecureMemory.sizeClasses.count)
         var statistics = Statistics(mappedBytes: 0, lockedBytes: 0, unlockedMappings: 0, dumpableMappings: 0)
         /// Large mappings that `mlock` pinned.
         var lockedLarge: Set<UInt> = []
     }
 
-    private let state = Locked(State())
+    private let state = ArenaLock(State())
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     init() {}
 
     public var statistics: Statistics { state.withLock { $0.statistics } }
 
-    /// The size class index for `count` bytes, nil when it needs a mapping of its own.
+    /// The size class index for `count` bytes (32 << index bytes), nil when it needs a mapping of
+    /// its own.
     static func sizeClass(for count: Int) -> Int? {
-        sizeClasses.firstIndex { $0 >= count }
+        guard count <= 4096 else { return nil }
+        guard count > 32 else { return 0 }
+        return Int.bitWidth - (count - 1).leadingZeroBitCount - 5
     }
 
-    /// A zeroed block of at least `count` bytes: `(start, capacity)`.
+    /// A zeroed block of at least `count` bytes.
+    ///
+    /// Measured (swiftc -O, thread CPU time, one thread, 128-byte blocks, allocation plus release
+    /// with a wipe of the block): 45 ns, against 11 ns for the heap. Behind `Locked` (a
+    /// `Synchronization.Mutex`) it took 88 ns, hence ``ArenaLock``.
     func allocate(_ count: Int) -> UnsafeMutableRawBufferPointer {
         guard let index = Self.sizeClass(for: count) else {
             let bytes = (count + pageSize - 1) / pageSize * pageSize
@@ -66,17 +72,30 @@ public final class SecureMemory: Sendable {
             if locked { state.withLock { _ = $0.lockedLarge.insert(UInt(bitPattern: start)) } }
             return UnsafeMutableRawBufferPointer(start: start, count: bytes)
         }
-        let size = Self.sizeClasses[index]
-        if let address = state.withLock({ $0.free[index].popLast() }), let block = UnsafeMutableRawPointer(bitPattern: address) {
+        let size = 32 << index
+        let taken = state.withLock { state -> UInt in
+            let head = state.heads[index]
+            if let block = UnsafeMutableRawPointer(bitPattern: head) {
+                state.heads[index] = block.load(as: UInt.self)
+            }
+            return head
+        }
+        if let block = UnsafeMutableRawPointer(bitPattern: taken) {
+            block.storeBytes(of: 0, as: UInt.self)  // the link; the rest was wiped on release
             return UnsafeMutableRawBufferPointer(start: block, count: size)
         }
-        // A new chunk, carved into blocks of this class; the first is the caller's.
+        // A new chunk, carved into blocks of this class; the first is the caller's, the others are
+        // chained and put in front of the free list.
         let chunk = map(Self.chunkBytes).start
         let blocks = Self.chunkBytes / size
-        let base = UInt(bitPattern: chunk)
-        state.withLock { state in
-            for offset in stride(from: (blocks - 1) * size, to: 0, by: -size) {
-                state.free[index].append(base + UInt(offset))
+        if blocks > 1 {
+            for number in 1..<(blocks - 1) {
+                (chunk + number * size).storeBytes(of: UInt(bitPattern: chunk + (number + 1) * size), as: UInt.self)
+            }
+            let last = chunk + (blocks - 1) * size
+            state.withLock { state in
+                last.storeBytes(of: state.heads[index], as: UInt.self)
+                state.heads[index] = UInt(bitPattern: chunk + size)
             }
         }
         return UnsafeMutableRawBufferPointer(start: chunk, count: size)
@@ -85,9 +104,12 @@ public final class SecureMemory: Sendable {
     /// Takes back a block from ``allocate(_:)`` after its owner wiped it.
     func release(_ block: UnsafeMutableRawBufferPointer) {
         guard let start = block.baseAddress else { return }
-        if let index = Self.sizeClasses.firstIndex(of: block.count) {
+        if block.count <= 4096, let index = Self.sizeClass(for: block.count), 32 << index == block.count {
             let address = UInt(bitPattern: start)
-            state.withLock { $0.free[index].append(address) }
+            state.withLock { state in
+                start.storeBytes(of: state.heads[index], as: UInt.self)
+                state.heads[index] = address
+            }
             return
         }
         let address = UInt(bitPattern: start)
@@ -113,5 +135,32 @@ public final class SecureMemory: Sendable {
             if !excluded { state.statistics.dumpableMappings += 1 }
         }
         return (raw, locked)
+    }
+}
+
+/// The arena's lock: a `pthread_mutex_t`, which costs half of what `Locked` (a
+/// `Synchronization.Mutex` plus sanitizer hooks) does on this path (measured: 45 vs 88 ns per
+/// allocation and release), and which ThreadSanitizer understands without annotations.
+private final class ArenaLock<Value>: @unchecked Sendable {
+    private var value: Value
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init(_ initialValue: Value) {
+        value = initialValue
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&value)
     }
 }
