@@ -46,7 +46,8 @@ extension PayInService {
             if let funds = request.fees, funds.currency != currency {
                 rules.fail("Fees.Currency", "The currency must be the pay-in's (\(currency)).")
             }
-            if fees > 0 || -fees > payIn.fees.amount {
+            // `fees < -payIn.fees.amount`, not `-fees > …`: negating the client's Int64.min would trap.
+            if fees > 0 || fees < -payIn.fees.amount {
                 rules.fail("Fees.Amount", "Refund fees must be between -\(payIn.fees.amount) and 0.")
             }
             try rules.check()

@@ -329,6 +329,23 @@ struct PayInFixture {
         #expect(await PaymentsError.from { try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest()) } != nil)
     }
 
+    /// Found by fuzz-mangopay-api: `-fees` trapped on Int64.min and took the process down.
+    @Test func refundFeesOfInt64MinAreAFieldErrorNotATrap() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card()
+        let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 1000, fees: 100))
+        for amount in [Int64.min, Int64.min + 1, -101, 1] {
+            let error = await PaymentsError.from {
+                try await f.payIns.refund(
+                    clientId: "shop", payInId: payIn.id,
+                    request: RefundRequest(
+                        debitedFunds: Funds(currency: "EUR", amount: 15), fees: Funds(currency: "EUR", amount: amount)))
+            }
+            #expect(error?.fieldErrors["Fees.Amount"] != nil, "fees \(amount)")
+        }
+        #expect(try await f.balance() == 1000 - 100)
+    }
+
     @Test func onlySucceededPayInsCanBeRefunded() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)
