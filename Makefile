@@ -57,7 +57,7 @@ fuzz: fuzz-parsers
 # The libFuzzer targets (Fuzz/Targets, docs/fuzzing.md), built only here: CARDVAULT_FUZZ=1 adds them to the
 # package, in their own build directory, instrumented for libFuzzer and AddressSanitizer.
 FUZZ_TARGETS := fuzz-urlencoded-form fuzz-mangopay-json fuzz-mangopay-api fuzz-checkout-request fuzz-callback-url \
-	fuzz-request-headers fuzz-record-frame fuzz-segment-scanner fuzz-index-checkpoint fuzz-key-file
+	fuzz-request-headers fuzz-record-frame fuzz-segment-scanner fuzz-index-checkpoint fuzz-key-file fuzz-store-recovery
 ## FUZZ_SECONDS: how long each target runs (make fuzz FUZZ_SECONDS=600); FUZZ=<name> runs one target only
 FUZZ_SECONDS ?= 60
 FUZZ ?= $(FUZZ_TARGETS)
@@ -87,11 +87,12 @@ fuzz-parsers: fuzz-build
 		mkdir -p .build/fuzz/corpus/$$target $$findings; rm -f $$findings/*; \
 		echo "fuzzing $$target for $(FUZZ_SECONDS) s"; \
 		$(FUZZ_ENV) $(FUZZ_BIN)/$$target $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$$findings/ \
-			.build/fuzz/corpus/$$target Fuzz/corpus/$$target > $$log 2>&1 || failed="$$failed $$target"; \
+			.build/fuzz/corpus/$$target Fuzz/corpus/$$target > $$log 2>&1; status=$$?; \
 		runs=$$(grep -o '^#[0-9]*' $$log | tail -1 | tr -d '#'); \
 		found=$$(ls $$findings | wc -l); \
 		echo "  $$target: $${runs:-0} executions, $$found findings (log $$log)"; \
-		[ "$$found" = 0 ] || failed="$$failed $$target"; \
+		[ "$$found" = 0 ] && [ "$$status" = 0 ] || failed="$$failed $$target"; \
+		rm -rf /dev/shm/cardvault-fuzz-* $${TMPDIR:-/tmp}/cardvault-fuzz-*; \
 	done; \
 	if [ -n "$$failed" ]; then \
 		echo "findings in:$$failed"; \

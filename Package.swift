@@ -92,6 +92,7 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
         ("fuzz-segment-scanner", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-index-checkpoint", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-key-file", ["FuzzStoreSupport", "VaultCrypto"]),
+        ("fuzz-store-recovery", ["FuzzStoreSupport", "VaultStore", "VaultCrypto", "VaultCore"]),
     ]
     package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))
     package.targets.append(

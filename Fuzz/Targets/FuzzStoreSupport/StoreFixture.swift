@@ -23,9 +23,11 @@ enum StoreFixture {
 
     static var keyRingFixture: String { fuzzDirectory + "/fixtures/store/keyring.json" }
 
-    /// A scratch directory under the system's temporary directory.
+    /// A scratch directory in /dev/shm when there is one (the store syncs every write: on tmpfs that costs
+    /// nothing), else under the system's temporary directory.
     static func scratch(_ name: String) -> String {
-        let path = NSTemporaryDirectory() + "cardvault-fuzz-\(getpid())-" + name
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
+        let path = base + "cardvault-fuzz-\(getpid())-" + name
         try? FileManager.default.removeItem(atPath: path)
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
@@ -166,6 +168,11 @@ enum StoreFixture {
         }
         let checkpoint = try [UInt8](Data(contentsOf: URL(fileURLWithPath: data + "/" + IndexCheckpoint.fileName)))
         try write("fuzz-index-checkpoint", "checkpoint", [0] + checkpoint)
+        // Store recovery: mode byte, u16 checkpoint length, checkpoint, segment (mode 4: no checkpoint).
+        let length = [UInt8(checkpoint.count & 0xFF), UInt8(checkpoint.count >> 8)]
+        try write("fuzz-store-recovery", "checkpoint-and-segment", [0] + length + checkpoint + segment)
+        try write("fuzz-store-recovery", "segment-only", [4, 0, 0] + segment)
+        try write("fuzz-store-recovery", "segment-torn-tail", [0] + length + checkpoint + torn)
         // Key files: mode byte 0 = keyring.json, 1 = master.key.
         try write("fuzz-key-file", "keyring.json", [0] + Array(ring))
         try write("fuzz-key-file", "master.key", [1] + masterKey)
