@@ -18,7 +18,8 @@ PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-co
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
-.PHONY: run test test-sdk test-debug test-sanitize venv bench clean build release keys deps-build deps-test deps-bench
+.PHONY: run test test-sdk test-debug test-sanitize venv bench clean build release keys deps-build deps-test deps-bench \
+	fuzz fuzz-parsers fuzz-build fuzz-seeds
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
 run: deps-build release keys
@@ -71,6 +72,60 @@ bench/.build/%: bench/c/%.c bench/c/card_record.h
 
 build:
 	$(SWIFT) build $(SWIFT_STRICT)
+
+## fuzz: every fuzzer: the libFuzzer targets of the parsers (fuzz-parsers); more parts add themselves here
+fuzz: fuzz-parsers
+
+# The libFuzzer targets (Fuzz/Targets, docs/fuzzing.md), built only here: CARDVAULT_FUZZ=1 adds them to the
+# package, in their own build directory, instrumented for libFuzzer and AddressSanitizer.
+FUZZ_TARGETS := fuzz-urlencoded-form fuzz-mangopay-json fuzz-mangopay-api fuzz-checkout-request fuzz-callback-url \
+	fuzz-request-headers fuzz-record-frame fuzz-segment-scanner fuzz-index-checkpoint fuzz-key-file fuzz-store-recovery
+## FUZZ_SECONDS: how long each target runs (make fuzz FUZZ_SECONDS=600); FUZZ=<name> runs one target only
+FUZZ_SECONDS ?= 60
+FUZZ ?= $(FUZZ_TARGETS)
+FUZZ_BUILD := CARDVAULT_FUZZ=1 $(SWIFT) build -c release --scratch-path .build/fuzz $(SWIFT_STRICT) \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
+FUZZ_BIN := .build/fuzz/release
+# New inputs go to .build/fuzz/corpus/<target> (the committed seeds in Fuzz/corpus stay as they are);
+# crashes, timeouts and out-of-memory inputs to .build/fuzz/findings/<target>/.
+# -fork=1 with -ignore_*: one fuzzing child at a time, restarted after a finding, so one bug does not hide
+# the next; every finding is still written and fails the run.
+FUZZ_FLAGS ?= -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=10 -rss_limit_mb=2048 \
+	-malloc_limit_mb=512
+FUZZ_ENV := ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no
+
+## fuzz-build: build the libFuzzer targets
+fuzz-build: deps-build
+	@for target in $(FUZZ); do \
+		echo "building $$target"; \
+		$(FUZZ_BUILD) --product $$target 2>&1 | grep -v '^\[' || exit 1; \
+	done
+
+## fuzz-parsers: run each libFuzzer target for FUZZ_SECONDS over its seed corpus; fails on the first finding
+fuzz-parsers: fuzz-build
+	@mkdir -p .build/fuzz/logs
+	@failed=""; for target in $(FUZZ); do \
+		findings=.build/fuzz/findings/$$target; log=.build/fuzz/logs/$$target.log; \
+		mkdir -p .build/fuzz/corpus/$$target $$findings; rm -f $$findings/*; \
+		echo "fuzzing $$target for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_ENV) $(FUZZ_BIN)/$$target $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$$findings/ \
+			.build/fuzz/corpus/$$target Fuzz/corpus/$$target > $$log 2>&1; status=$$?; \
+		runs=$$(grep -o '^#[0-9]*' $$log | tail -1 | tr -d '#'); \
+		found=$$(ls $$findings | wc -l); \
+		echo "  $$target: $${runs:-0} executions, $$found findings (log $$log)"; \
+		[ "$$found" = 0 ] && [ "$$status" = 0 ] || failed="$$failed $$target"; \
+		rm -rf /dev/shm/cardvault-fuzz-* $${TMPDIR:-/tmp}/cardvault-fuzz-*; \
+	done; \
+	if [ -n "$$failed" ]; then \
+		echo "findings in:$$failed"; \
+		echo "inputs in .build/fuzz/findings/<target>/; reproduce one: $(FUZZ_ENV) $(FUZZ_BIN)/<target> <input>"; \
+		exit 1; \
+	fi
+
+## fuzz-seeds: rewrite the binary seeds (segments, frames, checkpoint, keyring) from a real store under the throwaway key
+fuzz-seeds:
+	$(MAKE) --no-print-directory fuzz-build FUZZ=fuzz-segment-scanner
+	CARDVAULT_FUZZ_SEEDS=1 $(FUZZ_BIN)/fuzz-segment-scanner
 
 release:
 	$(SWIFT) build -c release $(SWIFT_STRICT)

@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
 import PackageDescription
+import Foundation
 
 /// One settings block for every Swift target: Swift 6 language mode (the tools version's default),
 /// strict concurrency, and the upcoming features the codebase already follows.
@@ -77,3 +78,37 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["VaultCore"], swiftSettings: swiftSettings),
     ]
 )
+
+// libFuzzer targets (Fuzz/Targets/<name>), one per parser of untrusted bytes. They link against libFuzzer's
+// `main`, so they exist only when `make fuzz` asks for them (CARDVAULT_FUZZ=1, its own build directory and
+// `-sanitize=fuzzer,address`); a normal `swift build` or `swift test` never sees them. See docs/fuzzing.md.
+if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("fuzz-urlencoded-form", ["HTTPServer"]),
+        ("fuzz-mangopay-json", ["VaultAPI", "Payments"]),
+        ("fuzz-mangopay-api", ["VaultAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
+        ("fuzz-checkout-request", ["Payments", "HTTPServer"]),
+        ("fuzz-callback-url", ["Payments"]),
+        ("fuzz-request-headers", ["HTTPServer"]),
+        ("fuzz-record-frame", ["FuzzStoreSupport", "VaultStore"]),
+        ("fuzz-segment-scanner", ["FuzzStoreSupport", "VaultStore"]),
+        ("fuzz-index-checkpoint", ["FuzzStoreSupport", "VaultStore"]),
+        ("fuzz-key-file", ["FuzzStoreSupport", "VaultCrypto"]),
+        ("fuzz-store-recovery", ["FuzzStoreSupport", "VaultStore", "VaultCrypto", "VaultCore"]),
+    ]
+    package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))
+    package.targets.append(
+        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport", swiftSettings: swiftSettings))
+    package.targets.append(
+        .target(
+            name: "FuzzStoreSupport", dependencies: ["FuzzSupport", "VaultStore", "VaultCrypto", "VaultCore"],
+            path: "Fuzz/Targets/FuzzStoreSupport", swiftSettings: swiftSettings))
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "Fuzz/Targets/" + target.name,
+                swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])],
+                // gold fails on libFuzzer's archive next to SwiftPM's `--defsym main=`; lld links it.
+                linkerSettings: [.unsafeFlags(["-use-ld=lld"])]))
+    }
+}

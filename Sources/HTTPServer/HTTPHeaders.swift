@@ -2,8 +2,8 @@
 ///
 /// Printing a value of this type (`description`, interpolation, `dump`) masks credentials: the
 /// values of `Authorization`, `Cookie` and similar headers show as `[REDACTED]`, and any run of
-/// twelve or more digits elsewhere is masked, so headers can never carry a bearer token or a PAN
-/// into a log line.
+/// twelve or more digits elsewhere (in names too: `4970101111111119` is a valid header name) is
+/// masked, so headers can never carry a bearer token or a PAN into a log line.
 public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomReflectable,
     ExpressibleByDictionaryLiteral
 {
@@ -72,13 +72,15 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
         var text = "["
         for (index, field) in fields.enumerated() {
             if index > 0 { text += ", " }
-            text += field.name + ": " + Self.printable(field)
+            text += LogScrubber.maskDigitRuns(field.name) + ": " + Self.printable(field)
         }
         return text + "]"
     }
 
     public var customMirror: Mirror {
-        Mirror(self, children: fields.map { (label: $0.name, value: Self.printable($0) as Any) }, displayStyle: .dictionary)
+        Mirror(
+            self, children: fields.map { (label: LogScrubber.maskDigitRuns($0.name), value: Self.printable($0) as Any) },
+            displayStyle: .dictionary)
     }
 
     static func printable(_ field: Field) -> String {

@@ -412,7 +412,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let checkpointPath = (directory as NSString).appendingPathComponent(IndexCheckpoint.fileName)
         if let file = try? fileSystem.openFile(checkpointPath, create: false) {
             let bytes = try file.read(count: Int(try file.size()), at: 0)
-            if let (loaded, position) = IndexCheckpoint.decode(bytes), numbers.contains(position.segment) {
+            // The position must lie inside its segment, after the header (2^63 would trap as an Int).
+            if let (loaded, position) = IndexCheckpoint.decode(bytes), numbers.contains(position.segment),
+                position.offset >= UInt64(segmentHeaderSize),
+                let segmentSize = try? fileSystem.openFile(path(position.segment), create: false).size(),
+                position.offset <= segmentSize
+            {
                 index = loaded
                 start = position
                 usedCheckpoint = true

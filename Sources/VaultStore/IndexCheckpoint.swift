@@ -73,12 +73,15 @@ enum IndexCheckpoint {
             var index = RecordIndex()
             index.reserve(records: Int(total), keyBytes: body.count - Int(total) * 25)
             for _ in 0..<collections {
+                // Names and ids the store wrote are UTF-8; other bytes would be changed by decoding (and could
+                // then outgrow their one-byte length when the index is written back).
                 guard let nameLength = take(UInt8.self), let name = bytes(Int(nameLength)),
-                    let count = take(UInt64.self), count <= total
+                    let collection = String(validating: name, as: UTF8.self), let count = take(UInt64.self), count <= total
                 else { return nil }
-                let code = index.declareCollection(String(decoding: name, as: UTF8.self))
+                let code = index.declareCollection(collection)
                 for _ in 0..<count {
                     guard let keyLength = take(UInt8.self), let key = bytes(Int(keyLength)),
+                        String(validating: key, as: UTF8.self) != nil,
                         let segment = take(UInt32.self), let offset = take(UInt32.self), let length = take(UInt32.self),
                         let keyVersion = take(UInt32.self), let version = take(UInt64.self), let flags = take(UInt8.self)
                     else { return nil }

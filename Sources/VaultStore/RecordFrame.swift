@@ -203,7 +203,11 @@ enum RecordFrame {
         else { return .invalid }
         guard bytes.count >= header.namesEnd else { return .incomplete }
         let storedHeaderCRC = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 20, as: UInt32.self))
-        guard headerChecksum(bytes, namesLength: header.collectionLength + header.idLength) == storedHeaderCRC else {
+        guard headerChecksum(bytes, namesLength: header.collectionLength + header.idLength) == storedHeaderCRC,
+            isUTF8(UnsafeRawBufferPointer(rebasing: bytes[fixedHeaderSize..<header.namesEnd]))
+        else {
+            // The writer only writes UTF-8 names: other bytes are no frame of ours (and ``names(_:_:)`` would
+            // change them, so the index would hold names that are not the frame's).
             return .invalid
         }
         guard bytes.count >= length else { return .incomplete }
@@ -212,6 +216,11 @@ enum RecordFrame {
             return .damagedBody(header)
         }
         return .valid(header)
+    }
+
+    private static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if !bytes.contains(where: { $0 >= 0x80 }) { return true }
+        return String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// The collection and id of a frame whose header passed its check.

@@ -68,6 +68,19 @@ import VaultCore
         #expect("\(request)".hasPrefix("POST /v2.01/acme/cards/XXXXXXXXXXXXXXXX"))
     }
 
+    /// Found by fuzz-request-headers: a card number is a valid header name, and names were printed unmasked.
+    @Test func printingHeadersMasksCardNumbersInHeaderNamesToo() {
+        let headers: HTTPHeaders = ["4970101122334455": "x", "X-4970-1011-2233-4455": "y"]
+        var dumped = ""
+        dump(headers, to: &dumped)
+        for text in ["\(headers)", String(reflecting: headers), dumped] {
+            #expect(!text.contains("4970101122334455"), "\(text)")
+            #expect(!text.contains("4970-1011-2233-4455"), "\(text)")
+        }
+        #expect("\(headers)" == "[XXXXXXXXXXXXXXXX: x, X-XXXX-XXXX-XXXX-XXXX: y]")
+        #expect(headers["4970101122334455"] == "x")
+    }
+
     @Test func scrubberMasksDigitRunsOfTwelveOrMore() {
         #expect(LogScrubber.maskDigitRuns("id 12345678901 ok") == "id 12345678901 ok")
         #expect(LogScrubber.maskDigitRuns("pan 4970101122334455.") == "pan XXXXXXXXXXXXXXXX.")

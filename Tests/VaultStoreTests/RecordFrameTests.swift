@@ -61,4 +61,34 @@ import VaultCrypto
         }
         #expect(throws: (any Error).self) { try AESGCM.open(Array(frame[header.sealedRange]), using: key, authenticating: otherAAD) }
     }
+
+    /// Same cause as the fuzz-index-checkpoint finding: a frame whose CRCs hold but whose id is not UTF-8 was
+    /// taken in with its id decoded to replacement characters (another id than the frame's, and up to three
+    /// times longer). The writer writes UTF-8 only, so such bytes are no frame: recovery treats them as damage.
+    @Test func aFrameWhoseNamesAreNotUTF8IsInvalid() throws {
+        func frame(id: [UInt8]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            withBytes("cards") { collection in
+                id.withUnsafeBytes { id in
+                    RecordFrame.append(
+                        to: &bytes, kind: .delete, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch,
+                        collection: collection, id: id, keyVersion: 0, recordVersion: 1,
+                        sealed: UnsafeRawBufferPointer(start: nil, count: 0))
+                }
+            }
+            return bytes
+        }
+        let good = frame(id: Array("c_é".utf8))
+        guard case .valid = good.withUnsafeBytes({ RecordFrame.parse($0) }) else {
+            Issue.record("a UTF-8 id does not parse")
+            return
+        }
+        for id: [UInt8] in [[0xFF], [0x63, 0xC3], [0xED, 0xA0, 0x80]] {
+            let bad = frame(id: id)
+            guard case .invalid = bad.withUnsafeBytes({ RecordFrame.parse($0) }) else {
+                Issue.record("id \(id) is taken as a frame")
+                continue
+            }
+        }
+    }
 }

@@ -50,6 +50,33 @@ import Testing
         #expect(IndexCheckpoint.decode(Array(bytes.dropLast())) == nil)
     }
 
+    /// Found by fuzz-index-checkpoint: a checkpoint (CRC intact) whose collection name or id was not UTF-8
+    /// decoded with replacement characters, up to three times longer, and writing the index back then trapped
+    /// on the name's one-byte length. Such a checkpoint is refused (recovery replays the log instead).
+    @Test func aCheckpointWithNamesThatAreNotUTF8IsRefused() throws {
+        var index = RecordIndex()
+        index.upsert("cards", "k1", location(1))
+        let bytes = IndexCheckpoint.encode(index, position: .init(segment: 1, offset: 16))
+        #expect(IndexCheckpoint.decode(bytes) != nil)
+        func withCRC(_ body: [UInt8]) -> [UInt8] {
+            var out = body
+            RecordFrame.appendInteger(&out, CRC32C.checksum(body))
+            return out
+        }
+        let body = Array(bytes.dropLast(4))
+        for name in [Array("cards".utf8), Array("k1".utf8)] {
+            let start = try #require(body.firstRange(of: name)).lowerBound
+            var bad = body
+            bad.replaceSubrange(start..<start + name.count, with: [0xFF] + name.dropFirst())
+            #expect(IndexCheckpoint.decode(withCRC(bad)) == nil)
+        }
+        // The largest name that decodes still writes back.
+        var long = RecordIndex()
+        long.upsert("cards", String(repeating: "é", count: 127), location(2))
+        let again = try #require(IndexCheckpoint.decode(IndexCheckpoint.encode(long, position: .init(segment: 1, offset: 16))))
+        #expect(IndexCheckpoint.encode(again.0, position: again.1).count > 0)
+    }
+
     @Test func crc32cMatchesThePublishedCheckValue() {
         // RFC 3720 B.4 / the CRC catalogue: CRC-32C("123456789") = 0xE3069283.
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)

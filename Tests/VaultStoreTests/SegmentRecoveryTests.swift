@@ -30,6 +30,33 @@ import Glibc
         for id in after { try await store.put("a", id: id, value: value(id)) }
     }
 
+    /// Found while writing fuzz-store-recovery: a checkpoint (CRC intact) whose log offset is past the segment, inside
+    /// its header, or at 2^63 or more made start-up trap converting it to Int, or scan from nonsense. Such a
+    /// checkpoint is not used: the whole log is replayed.
+    @Test func aCheckpointWhoseOffsetIsNotInsideItsSegmentIsNotUsed() async throws {
+        let sandbox = try StoreSandbox()
+        var store = try sandbox.open(testOptions())
+        for index in 0..<5 { try await store.put("a", id: "r\(index)", value: value("r\(index)")) }
+        store.close()
+        let path = sandbox.data + "/" + IndexCheckpoint.fileName
+        let (index, position) = try #require(IndexCheckpoint.decode(fileBytes(path)))
+        let size = UInt64(fileBytes(try #require(sandbox.segmentFiles().last)).count)
+        #expect(position.offset == size)
+        for offset: UInt64 in [1 << 63, .max, size + 1, 0, UInt64(EncryptedFileStore.segmentHeaderSize) - 1] {
+            try Data(IndexCheckpoint.encode(index, position: .init(segment: position.segment, offset: offset)))
+                .write(to: URL(fileURLWithPath: path))
+            store = try sandbox.open(testOptions())
+            #expect(!store.recovery.usedCheckpoint, "offset \(offset)")
+            #expect(store.recovery.records == 5)
+            #expect(store.recovery.damage.isEmpty)
+            #expect(try await store.get("a", id: "r4")?.value == value("r4"))
+            store.close()
+        }
+        store = try sandbox.open(testOptions())
+        #expect(store.recovery.usedCheckpoint)
+        store.close()
+    }
+
     @Test func theActiveSegmentIsPreallocatedWhileOpenAndExactAfterClose() async throws {
         let sandbox = try StoreSandbox()
         let store = try sandbox.open(testOptions(segmentBytes: 64 << 10))
