@@ -31,19 +31,25 @@ enum MangopayJSONFuzz {
         for (key, _) in members.prefix(64) {
             _ = fields.string(key)
             _ = fields.integer(key)
+            _ = fields.amount(key)
             _ = fields.boolean(key)
             _ = fields.strings(key)
             _ = fields.address(key)
-            if var nested = fields.nested(key) {
+            _ = fields.money(key)
+            _ = fields.object(key) { nested -> Bool? in
                 if case .object(let inner) = nested.object {
                     for (name, _) in inner.prefix(16) {
-                        _ = nested.string(name, path: key + "." + name)
-                        _ = nested.integer(name, path: key + "." + name)
+                        _ = nested.string(name)
+                        _ = nested.integer(name)
+                        _ = nested.amount(name)
                     }
                 }
-                fields.merge(nested, prefix: key + ".")
+                return true
             }
         }
+        _ = fields.payInRequest()
+        _ = fields.cardValidationRequest()
+        _ = fields.refundRequest()
         _ = try? fields.check()
     }
 }
