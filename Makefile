@@ -13,7 +13,7 @@ PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-co
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
-.PHONY: run test test-sdk bench clean build release keys deps-build deps-test deps-bench
+.PHONY: run test test-sdk fuzz-api bench clean build release keys deps-build deps-test deps-bench
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
 run: deps-build release keys
@@ -35,6 +35,16 @@ test-sdk: deps-test
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
 	.venv/bin/python -m pytest -q Tests/sdk
+
+## fuzz-api: the heavy schemathesis run over the whole of docs/openapi.yaml against a daemon from the release
+## binary: every check, positive and negative cases, at least 20,000 of them, a fresh seed each time (printed;
+## repeat one with CARDVAULT_FUZZ_SEED=<seed>, size it with CARDVAULT_FUZZ_EXAMPLES=<per operation>)
+fuzz-api: deps-test
+	$(SWIFT) build -c release $(SWIFT_STRICT)
+	@[ -x .venv/bin/python ] || python3 -m venv .venv
+	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
+	CARDVAULT_BIN=$(CURDIR)/$(RELEASE_BIN) CARDVAULT_FUZZ_HEAVY=1 \
+		.venv/bin/python -m pytest -q -s Tests/sdk/test_schemathesis.py -k schemathesis_finds
 
 ## bench: the tokenization benchmark suite: release build, C baselines, every suite side by side with
 ## its anchor; table on the terminal, bench/results/<timestamp>.json, bench/report.html.
