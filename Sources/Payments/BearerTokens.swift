@@ -58,8 +58,8 @@ public final class BearerTokens: Sendable {
         let now = environment.nowSeconds
         var entry = cache.withLock { $0[digest] }
         if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest) {
-            entry = stored.0
-            cache.withLock { $0[digest] = stored.0 }
+            entry = stored.value
+            cache.withLock { $0[digest] = stored.value }
         }
         guard let entry else { throw Self.invalid }
         guard now < entry.expiresAt else {

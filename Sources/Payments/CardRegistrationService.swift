@@ -92,13 +92,14 @@ public struct CardRegistrationService: Sendable {
     /// The registration `id` of `clientId`.
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func get(clientId: String, id: String) async throws -> CardRegistration {
-        guard let (registration, _) = try await read(clientId: clientId, id: id) else {
+        guard let found = try await read(clientId: clientId, id: id) else {
             throw PaymentsError.notFound("CardRegistration", id: id)
         }
+        let registration = found.value
         return registration
     }
 
-    func read(clientId: String, id: String) async throws -> (CardRegistration, UInt64)? {
+    func read(clientId: String, id: String) async throws -> Stored<CardRegistration>? {
         guard Identifier.isWellFormed(clientId), Identifier.isWellFormed(id) else { return nil }
         return try await environment.store.read(
             CardRegistration.self, Collections.registrations, id: Identifier.scoped(clientId, id))
@@ -116,9 +117,11 @@ public struct CardRegistrationService: Sendable {
         let address = signals.ipAddress ?? ""
         guard rateLimiter.allow(address) else { return .rateLimited(retryAfter: max(1, rateLimiter.retryAfter(address))) }
         for _ in 0..<5 {
-            guard let (registration, version) = try await read(clientId: clientId, id: id) else {
+            guard let found = try await read(clientId: clientId, id: id) else {
                 return .failure(.accessDenied)
             }
+            let registration = found.value
+            let version = found.version
             let now = environment.nowSeconds
             let gate = registration.tokenizationGate(
                 accessKey: form.accessKeyRef ?? "", preregistrationData: form.data ?? "", now: now,
@@ -269,9 +272,11 @@ public struct CardRegistrationService: Sendable {
         rules.length(tag, "Tag")
         try rules.check()
         for _ in 0..<5 {
-            guard let (registration, version) = try await read(clientId: clientId, id: id) else {
+            guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)
             }
+            let registration = found.value
+            let version = found.version
             var updated = registration
             if let cardHolderName { updated.cardHolderName = cardHolderName }
             if let tag { updated.tag = tag }

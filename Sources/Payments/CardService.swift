@@ -17,13 +17,14 @@ public struct CardService: Sendable {
     /// The card `id` of `clientId`.
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func get(clientId: String, id: String) async throws -> Card {
-        guard let (card, _) = try await read(clientId: clientId, id: id) else {
+        guard let found = try await read(clientId: clientId, id: id) else {
             throw PaymentsError.notFound("Card", id: id)
         }
+        let card = found.value
         return card
     }
 
-    func read(clientId: String, id: String) async throws -> (Card, UInt64)? {
+    func read(clientId: String, id: String) async throws -> Stored<Card>? {
         guard Identifier.isWellFormed(id) else { return nil }
         return try await environment.store.read(Card.self, Collections.cards, id: Identifier.scoped(clientId, id))
     }
@@ -32,9 +33,11 @@ public struct CardService: Sendable {
     /// active card changes nothing; true on a deactivated card is refused.
     public func update(clientId: String, id: String, active: Bool?) async throws -> Card {
         for _ in 0..<5 {
-            guard let (current, version) = try await read(clientId: clientId, id: id) else {
+            guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Card", id: id)
             }
+            let current = found.value
+            let version = found.version
             var card = current
             guard let active, active != card.active else { return card }
             if active {
@@ -82,7 +85,8 @@ public struct CardService: Sendable {
         var cards: [Card] = []
         let prefix = Identifier.indexed(clientId, key, "")
         for entry in try await environment.store.scanAll(collection, prefix: prefix) {
-            if let (card, _) = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count))) {
+            if let found = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count))) {
+                let card = found.value
                 cards.append(card)
             }
         }
@@ -93,10 +97,10 @@ public struct CardService: Sendable {
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func profilingAttempt(clientId: String, reference: String) async throws -> ProfilingAttempt {
         guard Identifier.isWellFormed(reference),
-            let (attempt, _) = try await environment.store.read(
+            let attempt = try await environment.store.read(
                 ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))
         else { throw PaymentsError.notFound("ProfilingAttempt", id: reference) }
-        return attempt
+        return attempt.value
     }
 
     /// The vaulted number and expiry of a card, for the one flow that hands them to the card network (pay-ins).

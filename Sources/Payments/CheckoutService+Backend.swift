@@ -106,7 +106,7 @@ extension CheckoutService {
 
     /// The audit records of `transactionId` of `clientId`, oldest first.
     public func paymentDataAccesses(clientId: String, transactionId: String) async throws -> [PaymentDataAccess] {
-        try await read([PaymentDataAccess].self, Collection.audit, id: Self.scoped(clientId, transactionId))?.0 ?? []
+        try await read([PaymentDataAccess].self, Collection.audit, id: Self.scoped(clientId, transactionId))?.value ?? []
     }
 
     /// Puts the card number in for PCI-compliant clients, audits, and returns.
@@ -134,8 +134,8 @@ extension CheckoutService {
             let existing = try await read([PaymentDataAccess].self, Collection.audit, id: id)
             do {
                 try await store.put(
-                    Collection.audit, id: id, value: try Self.encode((existing?.0 ?? []) + [access]),
-                    condition: existing.map { .version($0.1) } ?? .absent)
+                    Collection.audit, id: id, value: try Self.encode((existing?.value ?? []) + [access]),
+                    condition: existing.map { .version($0.version) } ?? .absent)
                 logger.notice(
                     "payment data read",
                     [
@@ -155,7 +155,7 @@ extension CheckoutService {
             let pointer = try await store.get(Collection.transactions, id: Self.scoped(clientId, transactionId))
         else { return nil }
         let sessionId = String(decoding: pointer.value, as: UTF8.self)
-        return try await loadSession(sessionId)?.0
+        return try await loadSession(sessionId)?.value
     }
 
     // MARK: - Postback
@@ -197,10 +197,11 @@ extension CheckoutService {
         let registration = try await ownedRegistration(clientId: clientId, checkoutId: input.checkoutId)
         guard let transactionId = input.transactionId,
             let pointer = try await store.get(Collection.transactions, id: Self.scoped(clientId, transactionId)),
-            let (loaded, version) = try await loadSession(String(decoding: pointer.value, as: UTF8.self)),
-            loaded.request.checkoutId == registration.checkoutId
+            let loaded = try await loadSession(String(decoding: pointer.value, as: UTF8.self)),
+            loaded.value.request.checkoutId == registration.checkoutId
         else { throw CheckoutError.notFound("transaction") }
-        var session = loaded
+        let version = loaded.version
+        var session = loaded.value
         guard var payment = session.payment, let amount, let success = input.paymentSuccessful else {
             throw CheckoutError(.invalidState, "The shopper has not completed this checkout")
         }
@@ -231,7 +232,7 @@ extension CheckoutService {
     ) async throws -> String {
         let existing = try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
         var wallet =
-            existing?.0
+            existing?.value
             ?? PairingWallet(
                 clientId: clientId, userId: userId, walletId: CheckoutIdentifiers.make("wal", random: random),
                 cards: [],
@@ -244,7 +245,7 @@ extension CheckoutService {
         try await store.commit([
             .put(
                 collection: Collection.wallets, id: Self.scoped(clientId, userId), value: try Self.encode(wallet),
-                condition: existing.map { .version($0.1) } ?? .absent),
+                condition: existing.map { .version($0.version) } ?? .absent),
             .put(
                 collection: Collection.pairingTransactions, id: Self.scoped(clientId, pairing.pairingTransactionId),
                 value: try Self.encode(pairing), condition: .absent),
@@ -255,7 +256,7 @@ extension CheckoutService {
     /// The wallet `userId` paired with `clientId`, or nil.
     public func wallet(clientId: String, userId: String) async throws -> PairingWallet? {
         guard CheckoutRequest.isUserId(userId) else { return nil }
-        return try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))?.0
+        return try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))?.value
     }
 
     /// Exchanges a pairing transaction id (the callback's `pairing_verifier`) and the merchant's `userId` for a
@@ -274,11 +275,13 @@ extension CheckoutService {
         }
         try errors.check()
         guard let pairingTransactionId, let userId,
-            let (pairing, pairingVersion) = try await read(
+            let storedPairing = try await read(
                 PairingTransaction.self, Collection.pairingTransactions, id: Self.scoped(clientId, pairingTransactionId)
             ),
-            pairing.userId == userId
+            storedPairing.value.userId == userId
         else { throw CheckoutError.notFound("pairing transaction") }
+        let pairing = storedPairing.value
+        let pairingVersion = storedPairing.version
         guard !pairing.redeemed else {
             throw CheckoutError(.invalidState, "This pairing transaction was exchanged already")
         }
@@ -286,9 +289,11 @@ extension CheckoutService {
             throw CheckoutError(.expired, "The pairing transaction has expired")
         }
         guard
-            let (wallet, walletVersion) = try await read(
+            let storedWallet = try await read(
                 PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
         else { throw CheckoutError.notFound("pairing transaction") }
+        let wallet = storedWallet.value
+        let walletVersion = storedWallet.version
         var redeemed = pairing
         redeemed.redeemed = true
         let (_, pairingId) = try await rotate(
@@ -429,13 +434,13 @@ extension CheckoutService {
     /// The wallet a current pairing id points at.
     func pairedWallet(clientId: String, pairingId: String) async throws -> (PairingWallet, UInt64) {
         guard CheckoutIdentifiers.isWellFormed(pairingId),
-            let (pointer, _) = try await read(
+            let pointer = try await read(
                 PairingPointer.self, Collection.pairings, id: Self.scoped(clientId, pairingId)),
-            let (wallet, version) = try await read(
-                PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, pointer.userId)),
-            wallet.pairingId == pairingId
+            let wallet = try await read(
+                PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, pointer.value.userId)),
+            wallet.value.pairingId == pairingId
         else { throw CheckoutError.notFound("pairing") }
-        return (wallet, version)
+        return (wallet.value, wallet.version)
     }
 
     /// Gives `wallet` a new pairing id, retiring the old one, in one atomic write with `extra`.

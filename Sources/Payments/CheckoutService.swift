@@ -101,7 +101,7 @@ public struct CheckoutService: Sendable {
     /// The registration of `checkoutId`, whoever owns it, or nil.
     public func registration(checkoutId: String) async throws -> CheckoutRegistration? {
         guard CheckoutRegistration.isWellFormedCheckoutId(checkoutId) else { return nil }
-        return try await read(CheckoutRegistration.self, Collection.registrations, id: checkoutId)?.0
+        return try await read(CheckoutRegistration.self, Collection.registrations, id: checkoutId)?.value
     }
 
     /// The registration of `checkoutId` when `clientId` owns it.
@@ -134,7 +134,7 @@ public struct CheckoutService: Sendable {
 
     /// The checkout settings of `clientId` (not PCI-compliant unless flagged).
     public func merchant(clientId: String) async throws -> CheckoutMerchant {
-        try await read(CheckoutMerchant.self, Collection.merchants, id: clientId)?.0
+        try await read(CheckoutMerchant.self, Collection.merchants, id: clientId)?.value
             ?? CheckoutMerchant(clientId: clientId, pciCompliant: false)
     }
 
@@ -208,8 +208,10 @@ public struct CheckoutService: Sendable {
     /// The session behind a page URL, expired first if its time is up; nil when unknown.
     public func session(id: String) async throws -> CheckoutSession? {
         guard CheckoutIdentifiers.isSecret(id),
-            let (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
+            let stored = try await read(CheckoutSession.self, Collection.sessions, id: id)
         else { return nil }
+        let session = stored.value
+        let version = stored.version
         var updated = session
         if case .transitioned = try? updated.machine.handle(.expire(now: clock.now)) {
             try await write(Collection.sessions, id: id, updated, condition: .version(version))
@@ -224,9 +226,11 @@ public struct CheckoutService: Sendable {
     public func submit(sessionId: String, form: CheckoutForm, signals: CheckoutDeviceSignals) async throws
         -> CheckoutStep
     {
-        guard let (loaded, version) = try await loadSession(sessionId) else {
+        guard let found = try await loadSession(sessionId) else {
             throw CheckoutError.notFound("checkout")
         }
+        let loaded = found.value
+        let version = found.version
         var session = loaded
         switch session.machine.state {
         case .created, .awaitingAuthentication: break
@@ -297,9 +301,11 @@ public struct CheckoutService: Sendable {
 
     /// The shopper came back from the challenge page: reads the authentication outcome and moves on.
     public func resume(sessionId: String) async throws -> CheckoutStep {
-        guard let (loaded, version) = try await loadSession(sessionId) else {
+        guard let found = try await loadSession(sessionId) else {
             throw CheckoutError.notFound("checkout")
         }
+        let loaded = found.value
+        let version = found.version
         var session = loaded
         guard case .awaitingAuthentication(_, let authenticationId, _) = session.machine.state else {
             return step(for: session)
@@ -315,9 +321,11 @@ public struct CheckoutService: Sendable {
 
     /// The shopper cancelled: redirects to the callback with `mpstatus=cancel` (again, if repeated).
     public func cancel(sessionId: String) async throws -> CheckoutStep {
-        guard let (loaded, version) = try await loadSession(sessionId) else {
+        guard let found = try await loadSession(sessionId) else {
             throw CheckoutError.notFound("checkout")
         }
+        let loaded = found.value
+        let version = found.version
         var session = loaded
         let actions = try apply(.cancel(at: clock.now), to: &session)
         if actions.contains(.persist) {
@@ -571,15 +579,15 @@ public struct CheckoutService: Sendable {
             cardHolderName: (form.cardHolderName ?? "").trimmingCharacters(in: .whitespaces))
     }
 
-    func loadSession(_ id: String) async throws -> (CheckoutSession, UInt64)? {
+    func loadSession(_ id: String) async throws -> Stored<CheckoutSession>? {
         guard CheckoutIdentifiers.isSecret(id),
-            var (session, version) = try await read(CheckoutSession.self, Collection.sessions, id: id)
+            var stored = try await read(CheckoutSession.self, Collection.sessions, id: id)
         else { return nil }
-        if case .transitioned = try? session.machine.handle(.expire(now: clock.now)) {
-            try await write(Collection.sessions, id: id, session, condition: .version(version))
-            version += 1
+        if case .transitioned = try? stored.value.machine.handle(.expire(now: clock.now)) {
+            try await write(Collection.sessions, id: id, stored.value, condition: .version(stored.version))
+            stored.version += 1
         }
-        return (session, version)
+        return stored
     }
 
     // MARK: - Store helpers
@@ -596,9 +604,9 @@ public struct CheckoutService: Sendable {
         try JSONDecoder().decode(type, from: Data(record.value))
     }
 
-    func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> (T, UInt64)? {
+    func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> Stored<T>? {
         guard let record = try await store.get(collection, id: id) else { return nil }
-        return (try Self.decode(type, record), record.version)
+        return Stored(value: try Self.decode(type, record), version: record.version)
     }
 
     func write(_ collection: String, id: String, _ value: some Encodable, condition: WriteCondition = .unconditional)

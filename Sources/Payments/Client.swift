@@ -83,7 +83,7 @@ public struct ClientRegistry: Sendable {
     /// The client with this id, or nil.
     public func client(_ clientId: String) async throws -> Client? {
         guard Identifier.isWellFormed(clientId) else { return nil }
-        return try await environment.store.read(Client.self, Collections.clients, id: clientId)?.0
+        return try await environment.store.read(Client.self, Collections.clients, id: clientId)?.value
     }
 
     /// Every client, ordered by ClientId.

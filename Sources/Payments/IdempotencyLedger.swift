@@ -74,7 +74,9 @@ public struct IdempotencyLedger: Sendable {
         let now = environment.nowSeconds
         let entry = Entry(requestDigest: digest, createdAt: now, response: nil)
         for _ in 0..<3 {
-            if let (existing, version) = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
+            if let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
+                let existing = found.value
+                let version = found.version
                 if Double(now - existing.createdAt) >= environment.configuration.idempotencyRetention {
                     do {
                         try await mapStoreErrors {
@@ -108,9 +110,11 @@ public struct IdempotencyLedger: Sendable {
     /// Stores the response of the request that reserved `key`.
     public func record(clientId: String, key: String, response: StoredResponse) async throws {
         let id = Identifier.scoped(clientId, key)
-        guard let (stored, version) = try await environment.store.read(Entry.self, Collections.idempotency, id: id) else {
+        guard let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) else {
             return
         }
+        let stored = found.value
+        let version = found.version
         var entry = stored
         entry.response = response
         try await mapStoreErrors {
@@ -128,10 +132,10 @@ public struct IdempotencyLedger: Sendable {
     /// - Throws: ``PaymentsError`` `.correlationIdNotFound`.
     public func response(clientId: String, key: String) async throws -> StoredResponse {
         guard Self.isValidKey(key),
-            let (entry, _) = try await environment.store.read(
+            let entry = try await environment.store.read(
                 Entry.self, Collections.idempotency, id: Identifier.scoped(clientId, key)),
-            let response = entry.response,
-            Double(environment.nowSeconds - entry.createdAt) < environment.configuration.idempotencyRetention
+            let response = entry.value.response,
+            Double(environment.nowSeconds - entry.value.createdAt) < environment.configuration.idempotencyRetention
         else {
             throw PaymentsError(.correlationIdNotFound, "No response was found for this idempotency key")
         }

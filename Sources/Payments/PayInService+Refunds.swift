@@ -24,9 +24,11 @@ extension PayInService {
     ///   pay-in that did not succeed; `.notFound` for an unknown pay-in.
     public func refund(clientId: String, payInId: String, request: RefundRequest) async throws -> Refund {
         for _ in 0..<10 {
-            guard let (payIn, payInVersion) = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
+            guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)
             }
+            let payIn = found.value
+            let payInVersion = found.version
             var rules = FieldRules()
             rules.length(request.tag, "Tag")
             guard payIn.machine.state == .succeeded else {
@@ -51,8 +53,10 @@ extension PayInService {
             }
             try rules.check()
             guard let walletId = payIn.creditedWalletId,
-                let (wallet, walletVersion) = try await wallets.read(clientId: clientId, id: walletId)
+                let storedWallet = try await wallets.read(clientId: clientId, id: walletId)
             else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
+            let wallet = storedWallet.value
+            let walletVersion = storedWallet.version
 
             let now = environment.nowSeconds
             let funded = wallet.balance >= amount
@@ -95,9 +99,9 @@ extension PayInService {
     /// The refund `id` of `clientId`.
     public func refund(clientId: String, id: String) async throws -> Refund {
         guard Identifier.isWellFormed(id),
-            let (refund, _) = try await environment.store.read(Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
+            let refund = try await environment.store.read(Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
         else { throw PaymentsError.notFound("Refund", id: id) }
-        return refund
+        return refund.value
     }
 
     /// The refunds of pay-in `payInId`, a page at a time.

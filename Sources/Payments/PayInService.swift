@@ -185,7 +185,7 @@ public struct PayInService: Sendable {
         if let shipping = request.shipping?.address { shipping.validate(&rules, prefix: "Shipping.Address") }
         try rules.check()
 
-        guard let card = try await cards.read(clientId: clientId, id: request.cardId!)?.0 else {
+        guard let card = try await cards.read(clientId: clientId, id: request.cardId!)?.value else {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
@@ -198,7 +198,7 @@ public struct PayInService: Sendable {
             let zero = Funds(currency: card.currency, amount: 0)
             return CheckedRequest(card: card, wallet: nil, debited: zero, fees: zero)
         }
-        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.0 else {
+        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
                 "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
         }
@@ -248,7 +248,7 @@ public struct PayInService: Sendable {
     private func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
         guard let reference, Identifier.isWellFormed(reference) else { return nil }
         return try await environment.store.read(
-            ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))?.0
+            ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))?.value
     }
 
     private func cardInfo(_ card: Card) -> CardInfo {
@@ -262,16 +262,17 @@ public struct PayInService: Sendable {
 
     /// The pay-in (or validation) `id` of `clientId`; a challenge past its deadline is expired first.
     public func get(clientId: String, id: String, purpose: PayInStateMachine.Purpose = .payIn) async throws -> PayIn {
-        guard let (payIn, _) = try await read(clientId: clientId, id: id, purpose: purpose) else {
+        guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
             throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
         }
+        let payIn = found.value
         if case .awaitingChallenge(let expiresAt) = payIn.machine.state, environment.clock.now >= expiresAt {
             return try await transition(clientId: clientId, id: id, purpose: purpose, event: .expire(now: environment.clock.now))
         }
         return payIn
     }
 
-    func read(clientId: String, id: String, purpose: PayInStateMachine.Purpose) async throws -> (PayIn, UInt64)? {
+    func read(clientId: String, id: String, purpose: PayInStateMachine.Purpose) async throws -> Stored<PayIn>? {
         guard Identifier.isWellFormed(id) else { return nil }
         return try await environment.store.read(PayIn.self, Self.collection(purpose), id: Identifier.scoped(clientId, id))
     }
@@ -292,7 +293,8 @@ public struct PayInService: Sendable {
         for entry in try await environment.store.scanAll(Self.byCard, prefix: prefix) {
             let purpose = PayInStateMachine.Purpose(rawValue: String(decoding: entry.value, as: UTF8.self)) ?? .payIn
             guard purpose == .payIn else { continue }
-            if let (payIn, _) = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count)), purpose: purpose) {
+            if let found = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count)), purpose: purpose) {
+                let payIn = found.value
                 items.append(payIn)
             }
         }
@@ -312,7 +314,7 @@ public struct PayInService: Sendable {
     /// - Throws: ``PaymentsError`` `.notFound` for an unknown transaction or a wrong secret (the same answer).
     public func challenge(kind: String, clientId: String, id: String, secret: String) async throws -> ChallengeView {
         let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
-        let alias = try await cards.read(clientId: clientId, id: payIn.cardId)?.0.alias ?? payIn.cardInfo.bin + "XXXXXX"
+        let alias = try await cards.read(clientId: clientId, id: payIn.cardId)?.value.alias ?? payIn.cardInfo.bin + "XXXXXX"
         return ChallengeView(
             transactionId: payIn.id, amount: payIn.debitedFunds, cardAlias: alias,
             statementDescriptor: payIn.statementDescriptor, isFinal: payIn.machine.state.isFinal, status: payIn.status)
@@ -320,10 +322,10 @@ public struct PayInService: Sendable {
 
     private func authenticatedChallenge(kind: String, clientId: String, id: String, secret: String) async throws -> PayIn {
         guard let purpose = Self.purpose(kind: kind), Identifier.isWellFormed(clientId),
-            let (payIn, _) = try await read(clientId: clientId, id: id, purpose: purpose),
-            let expected = payIn.challengeSecret, ConstantTime.equals(Array(expected.utf8), Array(secret.utf8))
+            let payIn = try await read(clientId: clientId, id: id, purpose: purpose),
+            let expected = payIn.value.challengeSecret, ConstantTime.equals(Array(expected.utf8), Array(secret.utf8))
         else { throw PaymentsError(.notFound, "This authentication link is not valid") }
-        return payIn
+        return payIn.value
     }
 
     static func purpose(kind: String) -> PayInStateMachine.Purpose? {
@@ -398,9 +400,11 @@ public struct PayInService: Sendable {
         async throws -> PayIn
     {
         for _ in 0..<10 {
-            guard let (stored, version) = try await read(clientId: clientId, id: id, purpose: purpose) else {
+            guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
                 throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
             }
+            let stored = found.value
+            let version = found.version
             var payIn = stored
             let outcome: PayInStateMachine.Outcome
             do {
@@ -453,16 +457,19 @@ public struct PayInService: Sendable {
                 switch action {
                 case .creditWallet:
                     guard let walletId = payIn.creditedWalletId,
-                        let (wallet, version) = try await wallets.read(clientId: payIn.clientId, id: walletId)
+                        let storedWallet = try await wallets.read(clientId: payIn.clientId, id: walletId)
                     else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
-                    var credited = wallet
+                    let version = storedWallet.version
+                    var credited = storedWallet.value
                     credited.balance += payIn.creditedFunds.amount
                     writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                         value: try RecordCoding.encode(credited), condition: .version(version)))
                 case .markCard(let valid):
-                    guard let (card, version) = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
-                        card.validity == .unknown
+                    guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
+                        found.value.validity == .unknown
                     else { continue }
+                    let card = found.value
+                    let version = found.version
                     var marked = card
                     marked.validity = valid ? .valid : .invalid
                     writes.append(.put(collection: Collections.cards, id: Identifier.scoped(payIn.clientId, card.id),

@@ -17,11 +17,24 @@ enum RecordCoding {
 
 extension RecordStore {
     /// Reads and decodes one record, or nil when absent.
-    func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> (T, UInt64)? {
+    func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> Stored<T>? {
         guard let record = try await get(collection, id: id) else { return nil }
-        return (try RecordCoding.decode(type, from: record), record.version)
+        return Stored(value: try RecordCoding.decode(type, from: record), version: record.version)
     }
 }
+
+/// A decoded record and the store version it was read at (for a conditional write back).
+///
+/// Readers return this struct, not a `(value, version)` tuple: Swift 6.3.1's optimizer miscompiled a caller that
+/// destructured such a tuple from an `async` call (`guard let (wallet, _) = try await read(…)`); the release
+/// build returned only the first 16 bytes of the value and the rest was uninitialised memory (GET /wallets/{id}
+/// crashed). Reading `.value` and `.version` from a struct keeps the whole value.
+struct Stored<Value> {
+    var value: Value
+    var version: UInt64
+}
+
+extension Stored: Sendable where Value: Sendable {}
 
 /// Store collections of the merchant API.
 enum Collections {

@@ -29,9 +29,10 @@ public struct UserService: Sendable {
     /// The user `id` of `clientId`; when `type` is given, a user of another type counts as absent.
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func get(clientId: String, id: String, type: PersonType? = nil) async throws -> User {
-        guard let (user, _) = try await read(clientId: clientId, id: id), type == nil || user.personType == type else {
+        guard let found = try await read(clientId: clientId, id: id), type == nil || found.value.personType == type else {
             throw PaymentsError.notFound("User", id: id)
         }
+        let user = found.value
         return user
     }
 
@@ -42,7 +43,7 @@ public struct UserService: Sendable {
         return try await environment.store.get(Collections.users, id: Identifier.scoped(clientId, id)) != nil
     }
 
-    func read(clientId: String, id: String) async throws -> (User, UInt64)? {
+    func read(clientId: String, id: String) async throws -> Stored<User>? {
         guard Identifier.isWellFormed(id) else { return nil }
         return try await environment.store.read(User.self, Collections.users, id: Identifier.scoped(clientId, id))
     }
@@ -50,8 +51,10 @@ public struct UserService: Sendable {
     /// Applies the fields `changes` sets to user `id` (of `type`), validates the result and stores it.
     public func update(clientId: String, id: String, type: PersonType, changes: UserFields) async throws -> User {
         for _ in 0..<5 {
-            guard let (current, version) = try await read(clientId: clientId, id: id), current.personType == type
+            guard let found = try await read(clientId: clientId, id: id), found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }
+            let current = found.value
+            let version = found.version
             var user = current
             user.fields.merge(changes)
             let now = environment.nowSeconds

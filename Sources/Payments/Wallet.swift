@@ -69,13 +69,14 @@ public struct WalletService: Sendable {
     /// The wallet `id` of `clientId`.
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func get(clientId: String, id: String) async throws -> Wallet {
-        guard let (wallet, _) = try await read(clientId: clientId, id: id) else {
+        guard let found = try await read(clientId: clientId, id: id) else {
             throw PaymentsError.notFound("Wallet", id: id)
         }
+        let wallet = found.value
         return wallet
     }
 
-    func read(clientId: String, id: String) async throws -> (Wallet, UInt64)? {
+    func read(clientId: String, id: String) async throws -> Stored<Wallet>? {
         guard Identifier.isWellFormed(id) else { return nil }
         return try await environment.store.read(Wallet.self, Collections.wallets, id: Identifier.scoped(clientId, id))
     }
@@ -87,9 +88,11 @@ public struct WalletService: Sendable {
         rules.length(tag, "Tag")
         try rules.check()
         for _ in 0..<5 {
-            guard let (current, version) = try await read(clientId: clientId, id: id) else {
+            guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Wallet", id: id)
             }
+            let current = found.value
+            let version = found.version
             var wallet = current
             if let description { wallet.description = description }
             if let tag { wallet.tag = tag }
@@ -117,7 +120,10 @@ public struct WalletService: Sendable {
         let prefix = Identifier.indexed(clientId, userId, "")
         for entry in try await environment.store.scanAll(Collections.walletsByUser, prefix: prefix) {
             let walletId = String(entry.id.dropFirst(prefix.count))
-            if let (wallet, _) = try await read(clientId: clientId, id: walletId) { wallets.append(wallet) }
+            if let found = try await read(clientId: clientId, id: walletId) {
+                let wallet = found.value
+                wallets.append(wallet)
+            }
         }
         return page.slice(wallets, creationDate: \.creationDate, id: \.id)
     }
