@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 
 HEAVY = os.environ.get("CARDVAULT_FUZZ_HEAVY") == "1"
-EXAMPLES = os.environ.get("CARDVAULT_FUZZ_EXAMPLES", "300" if HEAVY else "5")
+EXAMPLES = os.environ.get("CARDVAULT_FUZZ_EXAMPLES", "200" if HEAVY else "5")
 MINIMUM_CASES = 20_000 if HEAVY else 2_000
 
 
