@@ -95,12 +95,13 @@ def _evaluate(expression, values):
 def test_schemathesis_finds_no_server_errors_or_schema_violations(daemon):
     token = requests.post(daemon.base_url + "/v2.01/oauth/token", auth=(daemon.client_id, daemon.api_key)).json()
     seed = os.environ.get("CARDVAULT_FUZZ_SEED") or (str(random.randrange(1, 2**31)) if HEAVY else "1")
-    env = dict(os.environ, CARDVAULT_CLIENT_ID=daemon.client_id)
+    env = dict(
+        os.environ, CARDVAULT_CLIENT_ID=daemon.client_id, CARDVAULT_API_KEY=daemon.api_key,
+        CARDVAULT_TOKEN=token["access_token"])
     report_dir = daemon.workdir / "schemathesis"
     command = [
         str(pathlib.Path(sys.executable).parent / "schemathesis"), "--config-file", str(HERE / "schemathesis.toml"),
         "run", str(ROOT / "docs" / "openapi.yaml"), "--url", daemon.base_url,
-        "-H", "Authorization: Bearer " + token["access_token"],
         "--checks", "all", "--mode", "all", "--max-examples", EXAMPLES, "--workers", "1", "--seed", seed,
         # A request left unanswered for 10 s counts as a lost connection, never retried.
         "--request-timeout", "10", "--request-retries", "0", "--no-color",
