@@ -92,12 +92,52 @@ def _evaluate(expression, values):
     return results
 
 
+def _existing_resources(daemon, token):
+    """A user, wallet, card registration, card (tokenized as a browser does it), a SUCCEEDED pay-in and a
+    refund, so that the run reaches real resources and not only 404s; their ids go to schemathesis.toml."""
+    session = requests.Session()
+    session.headers["Authorization"] = "Bearer " + token
+    base = daemon.base_url + "/v2.01/" + daemon.client_id
+
+    def post(path, body, status=200):
+        answer = session.post(base + path, json=body)
+        assert answer.status_code == status, answer.text
+        return answer.json()
+
+    user = post("/users/natural", {"FirstName": "Fuzz", "LastName": "Target", "Email": "fuzz@shop.example"})
+    wallet = post("/wallets", {"Owners": [user["Id"]], "Description": "fuzz", "Currency": "EUR"})
+    registration = post("/cardregistrations", {"UserId": user["Id"], "Currency": "EUR"})
+    tokenized = requests.post(registration["CardRegistrationURL"], data={
+        "data": registration["PreregistrationData"], "accessKeyRef": registration["AccessKey"],
+        "cardNumber": "4970107111111119", "cardExpirationDate": "1240", "cardCvx": "123"})
+    assert tokenized.text.startswith("data="), tokenized.text
+    completed = session.put(base + "/cardregistrations/" + registration["Id"], json={"RegistrationData": tokenized.text})
+    card = session.get(base + "/cards/" + completed.json()["CardId"]).json()
+    browser = {"AcceptHeader": "text/html", "JavaEnabled": False, "JavascriptEnabled": True, "Language": "en-US",
+               "ColorDepth": 24, "ScreenHeight": 800, "ScreenWidth": 1200, "TimeZoneOffset": 0, "UserAgent": "fuzz"}
+    payin = post("/payins/card/direct", {
+        "AuthorId": user["Id"], "CreditedWalletId": wallet["Id"], "CardId": card["Id"],
+        "DebitedFunds": {"Currency": "EUR", "Amount": 5000}, "Fees": {"Currency": "EUR", "Amount": 100},
+        "SecureModeReturnURL": "https://shop.example/return", "IpAddress": "192.0.2.10", "BrowserInfo": browser,
+        "ProfilingAttemptReference": tokenized.headers["Profiling-Attempt-Reference"]})
+    assert payin["Status"] == "SUCCEEDED", payin
+    refund = post("/payins/%s/refunds" % payin["Id"], {"DebitedFunds": {"Currency": "EUR", "Amount": 100},
+                                                       "Fees": {"Currency": "EUR", "Amount": 0}})
+    return {
+        "CARDVAULT_USER_ID": user["Id"], "CARDVAULT_WALLET_ID": wallet["Id"],
+        "CARDVAULT_CARD_REGISTRATION_ID": registration["Id"], "CARDVAULT_CARD_ID": card["Id"],
+        "CARDVAULT_FINGERPRINT": card["Fingerprint"], "CARDVAULT_PAYIN_ID": payin["Id"],
+        "CARDVAULT_REFUND_ID": refund["Id"], "CARDVAULT_REFERENCE": tokenized.headers["Profiling-Attempt-Reference"],
+    }
+
+
 def test_schemathesis_finds_no_server_errors_or_schema_violations(daemon):
     token = requests.post(daemon.base_url + "/v2.01/oauth/token", auth=(daemon.client_id, daemon.api_key)).json()
+    resources = _existing_resources(daemon, token["access_token"])
     seed = os.environ.get("CARDVAULT_FUZZ_SEED") or (str(random.randrange(1, 2**31)) if HEAVY else "1")
     env = dict(
         os.environ, CARDVAULT_CLIENT_ID=daemon.client_id, CARDVAULT_API_KEY=daemon.api_key,
-        CARDVAULT_TOKEN=token["access_token"])
+        CARDVAULT_TOKEN=token["access_token"], **resources)
     report_dir = daemon.workdir / "schemathesis"
     command = [
         str(pathlib.Path(sys.executable).parent / "schemathesis"), "--config-file", str(HERE / "schemathesis.toml"),
