@@ -137,7 +137,7 @@ def test_schemathesis_finds_no_server_errors_or_schema_violations(daemon):
     seed = os.environ.get("CARDVAULT_FUZZ_SEED") or (str(random.randrange(1, 2**31)) if HEAVY else "1")
     env = dict(
         os.environ, CARDVAULT_CLIENT_ID=daemon.client_id, CARDVAULT_API_KEY=daemon.api_key,
-        CARDVAULT_TOKEN=token["access_token"], **resources)
+        CARDVAULT_TOKEN=token["access_token"], SCHEMATHESIS_HOOKS=str(HERE / "schemathesis_hooks.py"), **resources)
     report_dir = daemon.workdir / "schemathesis"
     command = [
         str(pathlib.Path(sys.executable).parent / "schemathesis"), "--config-file", str(HERE / "schemathesis.toml"),
