@@ -35,7 +35,9 @@ let package = Package(
         ),
 
         // Swift libraries, by dependency weight.
-        .target(name: "VaultCore", swiftSettings: swiftSettings),
+        // ThreadSanitizer annotations (no-ops outside sanitizer builds); VaultCore's Locked only.
+        .target(name: "CSanitizerHooks"),
+        .target(name: "VaultCore", dependencies: ["CSanitizerHooks"], swiftSettings: swiftSettings),
         .target(name: "VaultCrypto", dependencies: ["COpenSSL", "CShims", "VaultCore"], swiftSettings: swiftSettings),
         .target(name: "CardKit", swiftSettings: swiftSettings),
         .target(name: "VaultStore", dependencies: ["CShims", "VaultCrypto", "VaultCore"], swiftSettings: swiftSettings),

@@ -17,6 +17,28 @@ static void cv_mhd_log(void *target, const char *format, va_list arguments) {
     settings->log_callback(settings->log_cls, text);
 }
 
+/* MHD_OPTION_URI_LOG_CALLBACK: hands the raw request target to the application's callback (which
+ * copies it), then cuts libmicrohttpd's own copy of the query string short.
+ *
+ * libmicrohttpd 0.9.75 is about to split the query into GET-argument records in the connection's
+ * memory pool, 64 bytes a parameter ("a&" is two bytes on the wire, so 8 KiB of query asks for
+ * 256 KiB), and when the pool runs out it queues a 431 but then carries on parsing the header as
+ * if nothing had happened: the connection hangs with no answer (parse_initial_message_line ignores
+ * the failure of MHD_parse_arguments_). CardVault reads the query from the target copied here and
+ * never asks libmicrohttpd for GET arguments, so the parse is skipped: the NUL written after '?'
+ * leaves it an empty argument string. The target is NUL-terminated at this point (the request
+ * line was split in place), and '?' is the one libmicrohttpd itself found (the first). The
+ * callback's type makes `uri` const, but it points into the connection's writable read buffer. */
+static void *cv_mhd_uri_log(void *target, const char *uri, struct MHD_Connection *connection) {
+    const struct cv_mhd_settings *settings = target;
+    void *context = settings->uri_callback(settings->uri_cls, uri, connection);
+    if (uri) {
+        char *question = strchr(uri, '?');
+        if (question && question[1] != '\0') question[1] = '\0';
+    }
+    return context;
+}
+
 struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
                                 MHD_AccessHandlerCallback handler,
                                 void *cls) {
@@ -51,10 +73,15 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
             options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)settings->tls_trust_pem};
         }
     }
-    /* Strict parsing: an HTTP/1.1 request without Host, or with a malformed header, gets 400. */
-    options[count++] = (struct MHD_OptionItem){MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL};
+    /* Not strict (level 0): in 0.9.75 level 1 adds only two checks, a Host field on HTTP/1.1 and no
+     * space in the target, and the application makes both (ServerCore). Left to libmicrohttpd,
+     * the Host check runs after a failed Cookie parse has emptied the header list, turning the
+     * 431 it had queued into a closed connection with no answer (at level 0 the 431 goes out, its
+     * head written twice: another 0.9.75 defect, see docs/operations.md). */
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_STRICT_FOR_CLIENT, 0, NULL};
     if (settings->uri_callback) {
-        options[count++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)settings->uri_callback, cls};
+        options[count++] =
+            (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)cv_mhd_uri_log, (void *)settings};
     }
     if (settings->completed_callback) {
         options[count++] =
@@ -67,6 +94,12 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     struct MHD_Daemon *daemon = MHD_start_daemon(flags, settings->port, NULL, NULL, handler, cls,
                                                  MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     return daemon;
+}
+
+size_t cv_mhd_request_header_size(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info ? info->header_size : 0;
 }
 
 uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon) {

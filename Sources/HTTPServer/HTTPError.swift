@@ -24,6 +24,9 @@ public struct HTTPError: CodedError, HTTPResponseError, Equatable {
         public static let methodNotAllowed = Code("method_not_allowed")
         public static let payloadTooLarge = Code("payload_too_large")
         public static let headersTooLarge = Code("headers_too_large")
+        public static let uriTooLong = Code("uri_too_long")
+        public static let lengthRequired = Code("length_required")
+        public static let notImplemented = Code("not_implemented")
         public static let unsupportedMediaType = Code("unsupported_media_type")
         public static let forbidden = Code("forbidden")
         public static let unavailable = Code("service_unavailable")
@@ -94,6 +97,10 @@ public struct HTTPError: CodedError, HTTPResponseError, Equatable {
             status: .headerFieldsTooLarge,
             message: "Request headers exceed the limit of \(limit) bytes"
         )
+    }
+
+    public static func uriTooLong(limit: Int) -> HTTPError {
+        HTTPError(.uriTooLong, status: .uriTooLong, message: "Request line exceeds the limit of \(limit) bytes")
     }
 
     /// What every unexpected error becomes: no detail leaves the process.

@@ -34,10 +34,13 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible, Expressib
     public static let notFound: HTTPStatus = 404
     public static let methodNotAllowed: HTTPStatus = 405
     public static let conflict: HTTPStatus = 409
+    public static let lengthRequired: HTTPStatus = 411
     public static let payloadTooLarge: HTTPStatus = 413
+    public static let uriTooLong: HTTPStatus = 414
     public static let unsupportedMediaType: HTTPStatus = 415
     public static let tooManyRequests: HTTPStatus = 429
     public static let headerFieldsTooLarge: HTTPStatus = 431
     public static let internalServerError: HTTPStatus = 500
+    public static let notImplemented: HTTPStatus = 501
     public static let serviceUnavailable: HTTPStatus = 503
 }

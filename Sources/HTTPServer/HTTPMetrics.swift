@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import VaultCore
 
 /// Request counts and latency histograms per route, rendered as Prometheus text.
 ///
@@ -15,8 +15,8 @@ public final class HTTPMetrics: Sendable {
     /// The route label for requests that matched no route.
     public static let unmatchedRoute = "<unmatched>"
 
-    private let series = Mutex<[SeriesKey: RouteSeries]>([:])
-    private let order = Mutex<[SeriesKey]>([])
+    private let series = Locked<[SeriesKey: RouteSeries]>([:])
+    private let order = Locked<[SeriesKey]>([])
 
     struct SeriesKey: Hashable {
         var method: String
@@ -98,7 +98,7 @@ public final class RouteSeries: Sendable {
         var count: UInt64 = 0
     }
 
-    private let values = Mutex(Values())
+    private let values = Locked(Values())
 
     /// Counts one answered request.
     public func record(status: Int, nanoseconds: UInt64) {

@@ -1,8 +1,8 @@
+import Synchronization
 import CMicroHTTPD
 import CShims
 import Dispatch
 import Foundation
-import Synchronization
 import VaultCore
 
 /// Why the server could not start.
@@ -48,7 +48,7 @@ public struct ServerError: CodedError, Equatable {
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let core: ServerCore
-    private let running = Mutex<RunningDaemon?>(nil)
+    private let running = Locked<RunningDaemon?>(nil)
 
     /// - Parameters:
     ///   - configuration: address, limits, threading and TLS.
@@ -132,7 +132,7 @@ final class ShutdownSignal: Sendable {
     }
 
     private final class Shared: Sendable {
-        let state = Mutex(State())
+        let state = Locked(State())
     }
 
     private let shared = Shared()
@@ -241,14 +241,14 @@ final class RunningDaemon: @unchecked Sendable {
         settings.pointee.address = UnsafePointer(address.assumingMemoryBound(to: sockaddr.self))
         settings.pointee.port = UInt16(configuration.port)
         settings.pointee.connection_timeout = UInt32(max(0, configuration.connectionTimeoutSeconds))
-        // The pool holds the request line and headers plus room to read the body and write the
-        // response head; the header limit itself is checked exactly in the first callback.
-        // libmicrohttpd zeroes the whole pool after every request, so it is kept small: at 32 KiB
-        // that memset alone took a tenth of the CPU under a /health load.
-        settings.pointee.connection_memory_limit = configuration.maxHeaderBytes + 4 * 1024
+        // Sized for everything a request within the header limits makes libmicrohttpd keep
+        // (ServerConfiguration.connectionMemoryBytes); the limits themselves are checked exactly in
+        // the first callback, so requests past them get a 431 of our own.
+        settings.pointee.connection_memory_limit = configuration.connectionMemoryBytes
         settings.pointee.connection_limit = UInt32(max(1, configuration.maxConnections))
         settings.pointee.listen_backlog = 1024
         settings.pointee.uri_callback = requestStartedCallback
+        settings.pointee.uri_cls = Unmanaged.passUnretained(core).toOpaque()
         settings.pointee.completed_callback = requestCompletedCallback
         settings.pointee.log_callback = daemonLogCallback
         let cls = Unmanaged.passUnretained(core).toOpaque()

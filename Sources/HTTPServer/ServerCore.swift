@@ -47,6 +47,7 @@ final class ServerCore: Sendable {
     func handle(
         connection: OpaquePointer,
         method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?,
         uploadDataSize: UnsafeMutablePointer<Int>,
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -60,7 +61,7 @@ final class ServerCore: Sendable {
         }
         switch context.phase {
         case .new:
-            return headersReceived(context, connection, method)
+            return headersReceived(context, connection, method, version)
         case .receiving:
             let size = uploadDataSize.pointee
             if size > 0 {
@@ -83,13 +84,18 @@ final class ServerCore: Sendable {
         return RequestContext(target: target, start: monotonicNanos())
     }
 
-    /// First callback: headers are in. Route, check limits, and wait for the body (answering here
-    /// would make libmicrohttpd close the connection), unless the request is refused outright.
-    private func headersReceived(_ context: RequestContext, _ connection: OpaquePointer, _ method: UnsafePointer<CChar>?)
-        -> MHD_Result
-    {
+    /// First callback: headers are in. Route, check limits and framing, and wait for the body
+    /// (answering here would make libmicrohttpd close the connection), unless the request is
+    /// refused outright.
+    private func headersReceived(
+        _ context: RequestContext,
+        _ connection: OpaquePointer,
+        _ method: UnsafePointer<CChar>?,
+        _ version: UnsafePointer<CChar>?
+    ) -> MHD_Result {
         context.phase = .receiving
         context.method = method.map { HTTPMethod(String(cString: $0)) } ?? .get
+        let version = version.map { String(cString: $0) } ?? ""
         context.headerBytes = context.target.utf8.count + context.method.rawValue.utf8.count + 12
         _ = MHD_get_connection_values_n(
             connection,
@@ -117,24 +123,51 @@ final class ServerCore: Sendable {
             context.series = unmatchedSeries[label]
         }
 
-        if context.headerBytes > configuration.maxHeaderBytes {
-            context.closeAfter = true
-            return queue(HTTPError.headersTooLarge(limit: configuration.maxHeaderBytes).makeResponse(), context, connection)
+        // The head as received (libmicrohttpd counts it; the sum of the fields is the fallback).
+        let received = cv_mhd_request_header_size(connection)
+        let headBytes = received > 0 ? received : context.headerBytes
+        let requestLineBytes = context.method.rawValue.utf8.count + context.target.utf8.count + version.utf8.count + 4
+        if requestLineBytes > configuration.maxHeaderBytes {
+            return refuse(HTTPError.uriTooLong(limit: configuration.maxHeaderBytes), context, connection)
+        }
+        if headBytes > configuration.maxHeaderBytes {
+            return refuse(HTTPError.headersTooLarge(limit: configuration.maxHeaderBytes), context, connection)
+        }
+        let cookies = Int(MHD_get_connection_values_n(connection, .COOKIE_KIND, nil, nil))
+        if context.headers.count + cookies > configuration.maxHeaderFields {
+            let refusal = HTTPError(
+                .headersTooLarge,
+                status: .headerFieldsTooLarge,
+                message: "Request carries more than \(configuration.maxHeaderFields) header fields and cookies"
+            )
+            return refuse(refusal, context, connection)
         }
         if requireClientCertificate && cv_mhd_client_certificate_verified(connection) != 1 {
-            context.closeAfter = true
             let refusal = HTTPError(.forbidden, status: .forbidden, message: "A valid client certificate is required")
-            return queue(refusal.makeResponse(), context, connection)
+            return refuse(refusal, context, connection)
         }
-        if let length = context.headers["Content-Length"].flatMap({ Int($0) }) {
-            if length > configuration.maxBodyBytes {
-                // Refused before a byte of the body is read; the connection closes after the answer.
-                context.closeAfter = true
-                return queue(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).makeResponse(), context, connection)
-            }
-            if length > 0 { context.body.reserveCapacity(length) }
+        // Framing is decided before a byte of the body is read, so an unclear or oversized body is
+        // refused at once instead of waited for.
+        let framing: RequestHead.Framing
+        do throws(HTTPError) {
+            framing = try RequestHead.check(
+                version: version,
+                target: context.target,
+                headers: context.headers,
+                maxBodyBytes: configuration.maxBodyBytes
+            )
+        } catch {
+            return refuse(error, context, connection)
         }
+        if case .length(let length) = framing, length > 0 { context.body.reserveCapacity(length) }
         return MHD_Result.YES
+    }
+
+    /// Answers `error` in the first callback; the connection closes after the answer (the body, if
+    /// any, is never read).
+    private func refuse(_ error: HTTPError, _ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
+        context.closeAfter = true
+        return queue(error.makeResponse(), context, connection)
     }
 
     /// A piece of the body. Past the limit (a chunked body that grows too long) the rest is counted
@@ -241,6 +274,21 @@ final class ServerCore: Sendable {
     /// Hands `response` to libmicrohttpd, with the request id (and `Connection: close` when the
     /// connection must not be reused).
     private func queue(_ response: Response, _ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
+        var response = response
+        let headBytes = Self.headBytes(of: response, requestID: context.requestID)
+        if headBytes > ServerConfiguration.responseHeadBytes {
+            // libmicrohttpd would find no room for it in the connection's pool and close unanswered.
+            logger.error(
+                "response head too large; answered 500 instead",
+                [
+                    "requestId": .string(context.requestID),
+                    "route": .string(context.route?.pattern ?? HTTPMetrics.unmatchedRoute),
+                    "status": .int(response.status.code),
+                    "headBytes": .int(headBytes),
+                ]
+            )
+            response = HTTPError.internalError.makeResponse()
+        }
         context.phase = .answered
         context.status = response.status.code
         let mhdResponse = response.body.withUnsafeBytes { bytes in
@@ -260,6 +308,16 @@ final class ServerCore: Sendable {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         return MHD_queue_response(connection, UInt32(response.status.code), mhdResponse)
+    }
+
+    /// The size of the head libmicrohttpd writes for `response`: the status line (with the longest
+    /// reason phrase), its own Date, Content-Length and Connection fields, then ours.
+    static func headBytes(of response: Response, requestID: String) -> Int {
+        var bytes = 160 + RequestIDs.headerName.utf8.count + requestID.utf8.count + 4
+        for field in response.headers {
+            bytes += field.name.utf8.count + field.value.utf8.count + 4
+        }
+        return bytes
     }
 
     // MARK: - Completion
@@ -349,12 +407,13 @@ func monotonicNanos() -> UInt64 {
 // MARK: - C callbacks (cls is the ServerCore, unretained: the server outlives its daemon)
 
 let accessHandlerCallback: MHD_AccessHandlerCallback = {
-    cls, connection, _, method, _, uploadData, uploadDataSize, slot in
+    cls, connection, _, method, version, uploadData, uploadDataSize, slot in
     guard let cls, let connection, let uploadDataSize, let slot else { return MHD_Result.NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     return core.handle(
         connection: connection,
         method: method,
+        version: version,
         uploadData: uploadData,
         uploadDataSize: uploadDataSize,
         slot: slot

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -22,7 +21,7 @@ public final class BearerTokens: Sendable {
     }
 
     private let environment: PaymentsEnvironment
-    private let cache = Mutex<[String: Entry]>([:])
+    private let cache = Locked<[String: Entry]>([:])
     /// The fixed key of the token digest (domain separation only; the tokens themselves carry 238 bits).
     private static let digestKey = SymmetricKey(copying: Array("cardvault bearer token digest v1".utf8))
 

@@ -81,6 +81,12 @@ public struct CardService: Sendable {
             creationDate: \.creationDate, id: \.id)
     }
 
+    /// Every card of `clientId` with `fingerprint` (none for a malformed one).
+    func all(clientId: String, fingerprint: String) async throws -> [Card] {
+        guard fingerprint.utf8.count == 32, Identifier.isWellFormed(fingerprint) else { return [] }
+        return try await indexed(Collections.cardsByFingerprint, clientId: clientId, key: fingerprint)
+    }
+
     private func indexed(_ collection: String, clientId: String, key: String) async throws -> [Card] {
         var cards: [Card] = []
         let prefix = Identifier.indexed(clientId, key, "")

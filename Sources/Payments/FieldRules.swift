@@ -50,6 +50,14 @@ struct FieldRules {
         }
     }
 
+    /// An optional amount in minor units within ±``Funds/maximumAmount``.
+    mutating func amount(_ value: Int64?, _ field: String) {
+        guard let value else { return }
+        if value < -Funds.maximumAmount || value > Funds.maximumAmount {
+            fail(field, "The \(field) must be between -\(Funds.maximumAmount) and \(Funds.maximumAmount) minor units.")
+        }
+    }
+
     /// Throws a parameter error when any rule failed.
     func check() throws {
         if !errors.isEmpty { throw PaymentsError.invalid(errors) }

@@ -5,6 +5,11 @@ public struct Funds: Sendable, Equatable, Codable {
     public var currency: String
     public var amount: Int64
 
+    /// Largest magnitude of an amount the API takes, in minor units (one billion in a two-decimal currency).
+    /// Every sum and difference of a few such amounts fits in 64 bits; sums that grow without bound (wallet
+    /// balances, refunded totals) are still computed with overflow checks.
+    public static let maximumAmount: Int64 = 100_000_000_000
+
     public init(currency: String, amount: Int64) {
         self.currency = currency
         self.amount = amount
@@ -122,8 +127,10 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var deviceId: String?
     public var creationDate: Int64
     public var executionDate: Int64?
-    /// Refunded so far, in minor units of the debited currency.
+    /// Refunded so far (the sum of the refunds' `DebitedFunds`), in minor units of the debited currency.
     public var refunded: Int64
+    /// Fees given back so far (the sum of the refunds' negative `Fees`, as a positive number); nil before any.
+    public var refundedFees: Int64?
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds { Funds(currency: debitedFunds.currency, amount: debitedFunds.amount - fees.amount) }
@@ -145,7 +152,8 @@ public struct Refund: Sendable, Equatable, Codable {
     public var debitedWalletId: String
     /// Taken from the wallet.
     public var debitedFunds: Funds
-    /// Zero or negative: fees given back to the shopper.
+    /// Negative: fees given back to the shopper (from what the pay-in's fees took); positive: fees the
+    /// platform keeps out of the refunded amount.
     public var fees: Funds
     public var status: String
     public var result: ResultCode

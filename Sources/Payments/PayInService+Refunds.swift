@@ -17,40 +17,55 @@ public struct RefundRequest: Sendable, Equatable {
 }
 
 extension PayInService {
-    /// Refunds all or part of a succeeded pay-in: the wallet is debited by the refund's `DebitedFunds`, in
-    /// the same atomic batch that records the refund and what is left to refund. A wallet without the funds
-    /// gives a FAILED refund (001001) and moves nothing.
-    /// - Throws: ``PaymentsError`` `.invalidParameters` for amounts above what is left, other currencies or a
-    ///   pay-in that did not succeed; `.notFound` for an unknown pay-in.
+    /// Refunds all or part of a succeeded pay-in, as the Mangopay API does:
+    ///
+    /// - `DebitedFunds` is taken from the credited wallet; together, a pay-in's refunds take at most its
+    ///   `CreditedFunds`. Absent, it is everything left.
+    /// - `Fees` negative gives fees back to the shopper (together at most the pay-in's `Fees`); positive keeps
+    ///   them out of the refunded amount (at most `DebitedFunds`). The card gets `DebitedFunds - Fees`. Absent,
+    ///   it is zero, or for a full refund (no funds sent at all) every fee left.
+    ///
+    /// The wallet debit, the refund and what is left to refund are written in one atomic batch. A wallet without
+    /// the funds gives a FAILED refund (001001) and fees given back beyond the pay-in's a FAILED refund (005404);
+    /// neither moves anything.
+    /// - Throws: ``PaymentsError`` `.invalidParameters` for amounts out of range or above what is left, other
+    ///   currencies or a pay-in that did not succeed; `.notFound` for an unknown pay-in.
     public func refund(clientId: String, payInId: String, request: RefundRequest) async throws -> Refund {
+        var rules = FieldRules()
+        rules.length(request.tag, "Tag")
+        // Ranges first: every difference below is then of amounts far inside 64 bits.
+        rules.amount(request.debitedFunds?.amount, "DebitedFunds.Amount")
+        rules.amount(request.fees?.amount, "Fees.Amount")
+        try rules.check()
         for _ in 0..<10 {
             guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)
             }
             let payIn = found.value
             let payInVersion = found.version
-            var rules = FieldRules()
-            rules.length(request.tag, "Tag")
             guard payIn.machine.state == .succeeded else {
                 throw PaymentsError.invalid("PayInId", "Only a SUCCEEDED pay-in can be refunded.")
             }
-            let left = payIn.debitedFunds.amount - payIn.refunded
-            let amount = request.debitedFunds?.amount ?? left
             let currency = payIn.debitedFunds.currency
+            let left = try Self.checked(
+                payIn.creditedFunds.amount.subtractingReportingOverflow(payIn.refunded), "DebitedFunds.Amount")
+            let feesLeft = try Self.checked(
+                payIn.fees.amount.subtractingReportingOverflow(payIn.refundedFees ?? 0), "Fees.Amount")
+            let amount = request.debitedFunds?.amount ?? left
+            let fees = request.fees?.amount ?? (request.debitedFunds == nil ? -max(0, feesLeft) : 0)
             if let funds = request.debitedFunds, funds.currency != currency {
                 rules.fail("DebitedFunds.Currency", "The currency must be the pay-in's (\(currency)).")
             }
-            if amount <= 0 { rules.fail("DebitedFunds.Amount", "The amount must be positive.") }
-            if amount > left {
-                rules.fail("DebitedFunds.Amount", "The amount is above what is left to refund (\(left)).")
-            }
-            let fees = request.fees?.amount ?? 0
             if let funds = request.fees, funds.currency != currency {
                 rules.fail("Fees.Currency", "The currency must be the pay-in's (\(currency)).")
             }
-            if fees > 0 || -fees > payIn.fees.amount {
-                rules.fail("Fees.Amount", "Refund fees must be between -\(payIn.fees.amount) and 0.")
+            if amount <= 0 {
+                rules.fail(
+                    "DebitedFunds.Amount", left > 0 ? "The amount must be positive." : "Nothing is left to refund.")
+            } else if amount > left {
+                rules.fail("DebitedFunds.Amount", "The amount is above what is left to refund (\(left)).")
             }
+            if fees > amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
             try rules.check()
             guard let walletId = payIn.creditedWalletId,
                 let storedWallet = try await wallets.read(clientId: clientId, id: walletId)
@@ -58,25 +73,34 @@ extension PayInService {
             let wallet = storedWallet.value
             let walletVersion = storedWallet.version
 
+            let feesBack = max(0, -fees)
+            let result: ResultCode =
+                feesBack > feesLeft
+                ? .refundedFeesAboveInitialFees : wallet.balance < amount ? .insufficientBalance : .success
             let now = environment.nowSeconds
-            let funded = wallet.balance >= amount
             let refund = Refund(
                 id: Identifier.make("refund_", random: environment.random), clientId: clientId, payInId: payIn.id,
                 authorId: request.authorId ?? payIn.authorId, creditedUserId: payIn.authorId, debitedWalletId: walletId,
                 debitedFunds: Funds(currency: currency, amount: amount), fees: Funds(currency: currency, amount: fees),
-                status: funded ? "SUCCEEDED" : "FAILED", result: funded ? .success : .insufficientBalance,
-                tag: request.tag, creationDate: now, executionDate: funded ? now : nil)
+                status: result == .success ? "SUCCEEDED" : "FAILED", result: result,
+                tag: request.tag, creationDate: now, executionDate: result == .success ? now : nil)
             var writes: [RecordWrite] = [
                 .put(collection: Self.refunds, id: Identifier.scoped(clientId, refund.id),
                      value: try RecordCoding.encode(refund), condition: .absent),
                 .put(collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
                      value: [], condition: .unconditional),
             ]
-            if funded {
+            if result == .success {
                 var refundedPayIn = payIn
-                refundedPayIn.refunded += amount
+                refundedPayIn.refunded = try Self.checked(
+                    payIn.refunded.addingReportingOverflow(amount), "DebitedFunds.Amount")
+                if feesBack > 0 {
+                    refundedPayIn.refundedFees = try Self.checked(
+                        (payIn.refundedFees ?? 0).addingReportingOverflow(feesBack), "Fees.Amount")
+                }
                 var debitedWallet = wallet
-                debitedWallet.balance -= amount
+                debitedWallet.balance = try Self.checked(
+                    wallet.balance.subtractingReportingOverflow(amount), "DebitedFunds.Amount")
                 writes += [
                     .put(collection: Self.payIns, id: Identifier.scoped(clientId, payIn.id),
                          value: try RecordCoding.encode(refundedPayIn), condition: .version(payInVersion)),
@@ -94,6 +118,12 @@ extension PayInService {
             }
         }
         throw PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")
+    }
+
+    /// The value of a checked operation, or a parameter error naming `field` when it overflowed.
+    static func checked(_ result: (partialValue: Int64, overflow: Bool), _ field: String) throws -> Int64 {
+        guard !result.overflow else { throw PaymentsError.invalid(field, "The \(field) is out of range.") }
+        return result.partialValue
     }
 
     /// The refund `id` of `clientId`.

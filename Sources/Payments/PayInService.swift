@@ -181,6 +181,7 @@ public struct PayInService: Sendable {
         if let ip = request.ipAddress, !Self.isIPAddress(ip) {
             rules.fail("IpAddress", "The IpAddress must be an IPv4 or IPv6 address.")
         }
+        if let info = request.browserInfo { Self.checkBrowserInfo(info, &rules) }
         if let billing = request.billing?.address { billing.validate(&rules, prefix: "Billing.Address") }
         if let shipping = request.shipping?.address { shipping.validate(&rules, prefix: "Shipping.Address") }
         try rules.check()
@@ -229,7 +230,22 @@ public struct PayInService: Sendable {
         if funds.amount < 0 || (!allowZero && funds.amount == 0) {
             rules.fail(field + ".Amount", allowZero ? "The amount cannot be negative." : "The amount must be positive.")
         }
-        if funds.amount > 100_000_000_000 { rules.fail(field + ".Amount", "The amount is too large.") }
+        if funds.amount > Funds.maximumAmount {
+            rules.fail(field + ".Amount", "The amount cannot be above \(Funds.maximumAmount) minor units.")
+        }
+    }
+
+    /// The screen and colour values a browser can report (EMV 3-D Secure's ranges), and a short time zone offset.
+    private static func checkBrowserInfo(_ info: BrowserInfo, _ rules: inout FieldRules) {
+        if let depth = info.colorDepth, !(1...48).contains(depth) {
+            rules.fail("BrowserInfo.ColorDepth", "The ColorDepth must be a number of bits between 1 and 48.")
+        }
+        for (value, name) in [(info.screenHeight, "ScreenHeight"), (info.screenWidth, "ScreenWidth")] {
+            if let value, !(0...65_535).contains(value) {
+                rules.fail("BrowserInfo." + name, "The \(name) must be a number of pixels between 0 and 65535.")
+            }
+        }
+        rules.length(info.timeZoneOffset, "BrowserInfo.TimeZoneOffset", maximum: 8)
     }
 
     static func isReturnURL(_ text: String) -> Bool {
@@ -288,6 +304,20 @@ public struct PayInService: Sendable {
     /// The pay-ins made with card `cardId`, a page at a time.
     public func transactions(clientId: String, cardId: String, page: PageRequest) async throws -> Page<PayIn> {
         _ = try await cards.get(clientId: clientId, id: cardId)
+        return page.slice(try await payIns(clientId: clientId, cardId: cardId), creationDate: \.creationDate, id: \.id)
+    }
+
+    /// The pay-ins (not validations) of every card of `clientId` with `fingerprint`, a page at a time; an
+    /// unknown fingerprint has none.
+    public func transactions(clientId: String, fingerprint: String, page: PageRequest) async throws -> Page<PayIn> {
+        var items: [PayIn] = []
+        for card in try await cards.all(clientId: clientId, fingerprint: fingerprint) {
+            items += try await payIns(clientId: clientId, cardId: card.id)
+        }
+        return page.slice(items, creationDate: \.creationDate, id: \.id)
+    }
+
+    private func payIns(clientId: String, cardId: String) async throws -> [PayIn] {
         var items: [PayIn] = []
         let prefix = Identifier.indexed(clientId, cardId, "")
         for entry in try await environment.store.scanAll(Self.byCard, prefix: prefix) {
@@ -298,7 +328,7 @@ public struct PayInService: Sendable {
                 items.append(payIn)
             }
         }
-        return page.slice(items, creationDate: \.creationDate, id: \.id)
+        return items
     }
 
     // MARK: Challenge
@@ -461,7 +491,8 @@ public struct PayInService: Sendable {
                     else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
                     let version = storedWallet.version
                     var credited = storedWallet.value
-                    credited.balance += payIn.creditedFunds.amount
+                    credited.balance = try Self.checked(
+                        credited.balance.addingReportingOverflow(payIn.creditedFunds.amount), "DebitedFunds.Amount")
                     writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                         value: try RecordCoding.encode(credited), condition: .version(version)))
                 case .markCard(let valid):

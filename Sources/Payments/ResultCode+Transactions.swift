@@ -16,6 +16,8 @@ extension ResultCode {
     public static let fraudSuspectedByBank = ResultCode(
         code: "008006", message: "Fraud suspected by the bank")
     public static let insufficientBalance = ResultCode(code: "001001", message: "Unsufficient wallet balance")
+    public static let refundedFeesAboveInitialFees = ResultCode(
+        code: "005404", message: "The refunded fees cannot exceed initial fee amount")
 
     /// The known results by code, for configuration that names a code only.
     public static let known: [String: ResultCode] = Dictionary(

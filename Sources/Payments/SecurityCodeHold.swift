@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import VaultCore
 import VaultCrypto
 
@@ -20,7 +19,7 @@ public final class SecurityCodeHold: Sendable {
         var earliestExpiry = Date.distantFuture
     }
 
-    private let state = Mutex<State>(State())
+    private let state = Locked<State>(State())
     private let clock: any WallClock
     /// Sweeping on every hold would cost a pass over every held code per tokenization; sweeping at most this
     /// often keeps a hold O(1) on average. Expired codes are never handed out meanwhile (``take`` and ``isHeld``

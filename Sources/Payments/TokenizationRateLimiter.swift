@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import VaultCore
 
 /// Limits tokenization attempts per client IP address with a token bucket: `perMinute` attempts in a burst,
@@ -12,7 +11,7 @@ public final class TokenizationRateLimiter: Sendable {
 
     private let perMinute: Double
     private let clock: any WallClock
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Locked<[String: Bucket]>([:])
     /// Addresses tracked before idle full buckets are dropped.
     private static let pruneThreshold = 10_000
 

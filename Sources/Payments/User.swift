@@ -150,24 +150,30 @@ enum UserRules {
             rules.required(fields.name, "Name")
             rules.required(fields.legalPersonType, "LegalPersonType")
             rules.oneOf(fields.legalPersonType, legalPersonTypes, "LegalPersonType")
-            rules.required(fields.legalRepresentativeFirstName, "LegalRepresentativeFirstName", maximum: 100)
-            rules.required(fields.legalRepresentativeLastName, "LegalRepresentativeLastName", maximum: 100)
+            // SCA bodies carry the representative as an object: name its fields by their path there.
+            let representative = sca ? "LegalRepresentative." : "LegalRepresentative"
+            rules.required(fields.legalRepresentativeFirstName, representative + "FirstName", maximum: 100)
+            rules.required(fields.legalRepresentativeLastName, representative + "LastName", maximum: 100)
             if owner {
                 if fields.headquartersAddress == nil {
                     rules.fail("HeadquartersAddress", "The HeadquartersAddress field is required.")
                 }
                 if fields.legalRepresentativeBirthday == nil {
-                    rules.fail("LegalRepresentativeBirthday", "The LegalRepresentativeBirthday field is required.")
+                    rules.fail(representative + "Birthday", "The \(representative)Birthday field is required.")
                 }
-                rules.required(fields.legalRepresentativeNationality, "LegalRepresentativeNationality")
-                rules.required(fields.legalRepresentativeCountryOfResidence, "LegalRepresentativeCountryOfResidence")
+                rules.required(fields.legalRepresentativeNationality, representative + "Nationality")
+                rules.required(fields.legalRepresentativeCountryOfResidence, representative + "CountryOfResidence")
                 if fields.legalPersonType == "BUSINESS" { rules.required(fields.companyNumber, "CompanyNumber") }
             }
-            rules.email(fields.legalRepresentativeEmail, "LegalRepresentativeEmail")
-            rules.country(fields.legalRepresentativeNationality, "LegalRepresentativeNationality")
-            rules.country(fields.legalRepresentativeCountryOfResidence, "LegalRepresentativeCountryOfResidence")
+            rules.email(fields.legalRepresentativeEmail, representative + "Email")
+            rules.country(fields.legalRepresentativeNationality, representative + "Nationality")
+            rules.country(fields.legalRepresentativeCountryOfResidence, representative + "CountryOfResidence")
             if let birthday = fields.legalRepresentativeBirthday, birthday > now || birthday < -5_000_000_000 {
-                rules.fail("LegalRepresentativeBirthday", "The LegalRepresentativeBirthday must be a date in the past.")
+                rules.fail(representative + "Birthday", "The \(representative)Birthday must be a date in the past.")
+            }
+            if sca {
+                rules.length(fields.phoneNumber, "LegalRepresentative.PhoneNumber", maximum: 30)
+                rules.country(fields.phoneNumberCountry, "LegalRepresentative.PhoneNumberCountry")
             }
             rules.length(fields.companyNumber, "CompanyNumber", maximum: 50)
             fields.headquartersAddress?.validate(&rules, prefix: "HeadquartersAddress")

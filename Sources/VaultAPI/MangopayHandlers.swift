@@ -51,7 +51,10 @@ struct MangopayHandlers: Sendable {
     /// The `grant_type` of a token request body, JSON (as the Python SDK sends it) or form-encoded.
     private func grantType(_ body: [UInt8]) -> String? {
         guard !body.isEmpty else { return nil }
-        if let json = try? MangopayJSON.parse(body), case .string(let grant)? = json["grant_type"] { return grant }
+        if let json = try? MangopayJSON.parse(body), case .object = json {
+            var fields = MangopayFields(object: json)
+            return fields.string("grant_type")
+        }
         return (try? URLEncodedForm.parse(body))?["grant_type"]
     }
 
@@ -242,7 +245,16 @@ struct MangopayHandlers: Sendable {
             render: MangopayWire.card)
     }
 
-    /// Card transaction and pre-authorization lists: empty until pay-ins exist (the card must exist).
+    /// `GET /cards/fingerprints/{fingerprint}/transactions`: the pay-ins of every card with the fingerprint.
+    func listFingerprintTransactions(_ request: Request, clientId: String) async throws -> Response {
+        let page = try page(request)
+        let payIns = services.payIns
+        return MangopayResponse.list(
+            try await payIns.transactions(clientId: clientId, fingerprint: id(request, "fingerprint"), page: page)
+        ) { MangopayWire.payIn($0, redirectURL: payIns.challengeURL(for: $0)) }
+    }
+
+    /// Pre-authorization lists: always empty, pre-authorizations do not exist here (the card must exist).
     func emptyCardList(_ request: Request, clientId: String, requireCard: Bool) async throws -> Response {
         _ = try page(request)
         if requireCard { _ = try await services.cards.get(clientId: clientId, id: id(request)) }

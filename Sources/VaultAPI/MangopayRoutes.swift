@@ -111,16 +111,14 @@ public struct MangopayRoutes: RouteGroup {
         router.get(base + "/cards/fingerprints/:fingerprint") { request in
             await api.authorized(request) { clientId in try await api.listFingerprintCards(request, clientId: clientId) }
         }
-        // Card transactions are listed by the pay-in routes; pre-authorizations do not exist here.
+        // Card transactions are listed by the pay-in routes (by fingerprint here); pre-authorizations do not exist.
         router.get(base + "/cards/:id/preauthorizations") { request in
             await api.authorized(request) { clientId in
                 try await api.emptyCardList(request, clientId: clientId, requireCard: true)
             }
         }
         router.get(base + "/cards/fingerprints/:fingerprint/transactions") { request in
-            await api.authorized(request) { clientId in
-                try await api.emptyCardList(request, clientId: clientId, requireCard: false)
-            }
+            await api.authorized(request) { clientId in try await api.listFingerprintTransactions(request, clientId: clientId) }
         }
 
         router.get(base + "/profiling/attempts/:reference") { request in

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +13,7 @@ import Glibc
 public final class BufferedJSONLineLogHandler: LogHandler, Sendable {
     private let fileDescriptor: Int32
     private let capacity: Int
-    private let pending = Mutex<[UInt8]>([])
+    private let pending = Locked<[UInt8]>([])
     private let timer: TimerBox
 
     /// - Parameters:

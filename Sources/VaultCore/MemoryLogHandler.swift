@@ -1,8 +1,7 @@
-import Synchronization
 
 /// Keeps records in memory, for tests that assert what was (and was not) logged.
 public final class MemoryLogHandler: LogHandler {
-    private let records = Mutex<[LogRecord]>([])
+    private let records = Locked<[LogRecord]>([])
 
     public init() {}
 

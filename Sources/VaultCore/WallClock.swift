@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The source of wall-clock time. Inject it; never call `Date()` in domain code.
 public protocol WallClock: Sendable {
@@ -14,10 +13,10 @@ public struct SystemClock: WallClock {
 
 /// A clock tests move by hand.
 public final class ManualClock: WallClock {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     public init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) {  // 2026-01-01T00:00:00Z
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     public var now: Date { current.withLock { $0 } }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import VaultCore
 
 /// Gives each client (merchant) its own key for card fingerprints, so a fingerprint computed for
 /// one client means nothing to another.
@@ -12,7 +12,7 @@ public protocol FingerprintKeySource: Sendable {
 /// caches them. The keyring provides the secret; tests may use a random one.
 public final class DerivedFingerprintKeys: FingerprintKeySource {
     private let secret: SymmetricKey
-    private let cache = Mutex<[String: SymmetricKey]>([:])
+    private let cache = Locked<[String: SymmetricKey]>([:])
     private static let salt = Array("cardvault fingerprint key v1".utf8)
 
     public init(secret: SymmetricKey) {

@@ -1,5 +1,5 @@
 import COpenSSL
-import Synchronization
+import VaultCore
 
 /// OpenSSL contexts already set up with one key, kept for reuse so that a seal, an open or a MAC pays
 /// neither the algorithm fetch nor the key schedule again.
@@ -12,10 +12,10 @@ final class KeyContexts: Sendable {
     /// Most idle contexts kept per kind; more concurrent operations simply make and free extras.
     private static let poolLimit = 8
 
-    private let sealers = Mutex<[ContextHandle]>([])
-    private let openers = Mutex<[ContextHandle]>([])
-    private let macs = Mutex<[ContextHandle]>([])
-    private let algorithms = Mutex<Algorithms?>(nil)
+    private let sealers = Locked<[ContextHandle]>([])
+    private let openers = Locked<[ContextHandle]>([])
+    private let macs = Locked<[ContextHandle]>([])
+    private let algorithms = Locked<Algorithms?>(nil)
 
     /// The fetched algorithm objects, shared by all contexts of this key.
     private struct Algorithms: @unchecked Sendable {
@@ -128,7 +128,7 @@ final class KeyContexts: Sendable {
         return try body(handle.pointer)
     }
 
-    private func release(_ handle: ContextHandle, to pool: borrowing Mutex<[ContextHandle]>, free: (OpaquePointer) -> Void) {
+    private func release(_ handle: ContextHandle, to pool: borrowing Locked<[ContextHandle]>, free: (OpaquePointer) -> Void) {
         let kept = pool.withLock { idle in
             guard idle.count < Self.poolLimit else { return false }
             idle.append(handle)

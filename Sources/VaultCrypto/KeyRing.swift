@@ -82,14 +82,14 @@ public final class KeyRing: Sendable {
         var fingerprintSecret: SymmetricKey
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let clock: any WallClock
 
     private init(dataDirectory: String, keysDirectory: String, state: State, clock: any WallClock) {
         self.dataDirectory = dataDirectory
         self.keysDirectory = keysDirectory
         self.fingerprintKeys = DerivedFingerprintKeys(secret: state.fingerprintSecret)
-        self.state = Mutex(state)
+        self.state = Locked(state)
         self.clock = clock
     }
 

@@ -1,5 +1,5 @@
 import COpenSSL
-import Synchronization
+import VaultCore
 
 /// Cryptographically secure random bytes, drawn from OpenSSL's DRBG in 4 KiB refills so that small
 /// values (nonces, tokens) do not each pay a `RAND_bytes` call.
@@ -12,12 +12,12 @@ public final class RandomPool: Sendable {
 
     /// The pooled bytes; `used` (under the lock) counts those already handed out.
     private nonisolated(unsafe) let buffer: UnsafeMutableRawBufferPointer
-    private let used: Mutex<Int>
+    private let used: Locked<Int>
 
     /// - Parameter refillSize: bytes drawn from OpenSSL per refill.
     public init(refillSize: Int = 4096) {
         buffer = .allocate(byteCount: refillSize, alignment: 16)
-        used = Mutex(refillSize)  // starts empty: the first draw refills
+        used = Locked(refillSize)  // starts empty: the first draw refills
     }
 
     deinit {

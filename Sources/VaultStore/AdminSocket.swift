@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import VaultCore
 
 #if canImport(Glibc)
@@ -110,7 +109,7 @@ public typealias AdminHandler = @Sendable (_ arguments: [String: AdminValue], _ 
 /// The registry of admin commands. Open: any part of the daemon registers its own
 /// (`keys.rotate` from the store, `clients.add` from the merchant API, ...).
 public final class AdminHandlers: Sendable {
-    private let handlers = Mutex<[String: AdminHandler]>([:])
+    private let handlers = Locked<[String: AdminHandler]>([:])
 
     public init() {}
 
@@ -226,7 +225,7 @@ public final class AdminSocketServer: Sendable {
     public let path: String
     public let handlers: AdminHandlers
     private let logger: Logger
-    private let listener = Mutex<Int32>(-1)
+    private let listener = Locked<Int32>(-1)
     private let stopped = DispatchSemaphore(value: 0)
 
     public init(path: String, handlers: AdminHandlers, logger: Logger = .disabled) {
@@ -295,12 +294,12 @@ public final class AdminSocketServer: Sendable {
                 _ = writeAll(fd, AdminMessage(ok: false, code: AdminError.badMessage, error: "expected {\"command\":...}").line())
                 continue
             }
-            let writeLock = Mutex(())
+            let writeLock = Locked(())
             let progress = AdminProgress { value in
                 writeLock.withLock { _ in _ = writeAll(fd, AdminMessage(progress: value).line()) }
             }
             let done = DispatchSemaphore(value: 0)
-            let reply = Mutex<AdminMessage?>(nil)
+            let reply = Locked<AdminMessage?>(nil)
             let handlers = handlers
             let arguments = request.arguments ?? [:]
             let logger = logger

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import VaultCore
 import VaultCrypto
 
@@ -145,16 +144,16 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     let fileSystem: any StorageFileSystem
     let segmentsDirectory: String
     private let lock: DataDirectoryLock
-    let state: Mutex<State>
-    let intake = Mutex(Intake())
+    let state: Locked<State>
+    let intake = Locked(Intake())
     private let wake = DispatchSemaphore(value: 0)
     private let flusherDone = DispatchSemaphore(value: 0)
     /// Signalled before each sync: the indexer thread then makes the last group's index update.
     private let indexerWake = DispatchSemaphore(value: 0)
     private let indexerDone = DispatchSemaphore(value: 0)
     /// Serialises checkpoints and segment removal.
-    let maintenance = Mutex<Void>(())
-    let compacting = Mutex<Bool>(false)
+    let maintenance = Locked<Void>(())
+    let compacting = Locked<Bool>(false)
 
     static let segmentHeaderSize = 16
     private static let segmentMagic = Array("CVSEG001".utf8)
@@ -368,7 +367,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         try fileSystem.makeDirectory(segmentsDirectory)
         let (state, report) = try Self.recover(
             directory: directory, segmentsDirectory: segmentsDirectory, fileSystem: fileSystem, logger: options.logger)
-        self.state = Mutex(state)
+        self.state = Locked(state)
         self.recovery = report
         options.logger.info(
             "record store opened",

@@ -1,9 +1,9 @@
-import Synchronization
+import VaultCore
 
 /// A record store in memory, for tests and for tools that need no durability. Same semantics as
 /// the file store: versions, conditions, atomic batches, ordered scans.
 public final class InMemoryRecordStore: RecordStore {
-    private let collections = Mutex<[String: [String: Record]]>([:])
+    private let collections = Locked<[String: [String: Record]]>([:])
 
     public init() {}
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -95,7 +95,7 @@ enum StoreSubject {
 
     /// Commits and fsyncs counted over the runs of one line (average group size).
     final class BatchCounter: @unchecked Sendable {
-        private let counts = Mutex<(groups: Int, commits: Int)>((0, 0))
+        private let counts = Locked<(groups: Int, commits: Int)>((0, 0))
         func add(_ statistics: StoreStatistics) {
             counts.withLock { $0 = ($0.groups + statistics.commitGroups, $0.commits + statistics.commits) }
         }
@@ -226,8 +226,8 @@ enum StoreSubject {
     /// Random point reads from `readers` threads.
     static func pointReads(store: EncryptedFileStore, count: Int) -> Workload {
         Workload(label: "EncryptedFileStore.read, \(readers) threads") { seconds in
-            let total = Mutex<Int>(0)
-            let failure = Mutex<String?>(nil)
+            let total = Locked<Int>(0)
+            let failure = Locked<String?>(nil)
             let started = ContinuousClock.now
             DispatchQueue.concurrentPerform(iterations: readers) { thread in
                 var generator = SystemRandomNumberGenerator()

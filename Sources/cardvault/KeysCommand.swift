@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -110,7 +110,7 @@ enum KeysCommand: Command {
 final class ProgressDisplay: Sendable {
     private let label: String
     private let terminal = isatty(STDOUT_FILENO) == 1
-    private let drawn = Mutex(false)
+    private let drawn = Locked(false)
 
     init(label: String) { self.label = label }
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import VaultAPI
 import VaultCore
 import VaultCrypto
@@ -58,7 +57,7 @@ struct StoreAccess {
 /// Runs async work to completion from synchronous command code.
 func blocking<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws -> Value {
     let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<Value, any Error>?>(nil)
+    let result = Locked<Result<Value, any Error>?>(nil)
     Task {
         let outcome: Result<Value, any Error>
         do { outcome = .success(try await work()) } catch { outcome = .failure(error) }

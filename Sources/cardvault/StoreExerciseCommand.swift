@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import VaultCore
 import VaultStore
 
 #if canImport(Glibc)
@@ -55,7 +55,7 @@ enum StoreExerciseCommand: Command {
         segmentBytes: 256 << 10, checkpointBytes: 512 << 10, compactionGarbageRatio: 0.3,
         compactionMinimumBytes: 512 << 10)
 
-    private static let output = Mutex(())
+    private static let output = Locked(())
 
     /// Writes a line to stdout in one `write`, so a kill never interleaves two lines.
     static func emit(_ line: String) {
@@ -196,7 +196,7 @@ enum StoreExerciseCommand: Command {
 
 /// Counters shared by the load tasks of `store-exercise serve`.
 private final class LoadTally: Sendable {
-    let stop = Mutex(false)
-    let operations = Mutex(0)
-    let failures = Mutex<[String]>([])
+    let stop = Locked(false)
+    let operations = Locked(0)
+    let failures = Locked<[String]>([])
 }

@@ -9,8 +9,12 @@ struct CLIResult {
 }
 
 enum CLIProcess {
-    /// The `cardvault` binary next to the test bundle in the build directory.
+    /// The `cardvault` binary under test: `CARDVAULT_BIN` when set (`make test` points it at the release build,
+    /// the binary `make run` starts), else the one next to the test bundle in the build directory.
     static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["CARDVAULT_BIN"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
         var url = Bundle.main.bundleURL
         // The xctest bundle (or swiftpm-testing-helper) lives in the build products directory.
         while !FileManager.default.fileExists(atPath: url.appendingPathComponent("cardvault").path) {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import VaultCore
 import Testing
 
 #if canImport(Glibc)
@@ -135,5 +135,5 @@ final class ChildProcess: Sendable {
 
 /// Bytes a child wrote so far.
 final class OutputBuffer: Sendable {
-    let bytes = Mutex<[UInt8]>([])
+    let bytes = Locked<[UInt8]>([])
 }

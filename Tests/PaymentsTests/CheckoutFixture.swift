@@ -1,6 +1,5 @@
 import CardKit
 import Foundation
-import Synchronization
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -10,8 +9,8 @@ import VaultStore
 /// A card vault for checkout tests: validates with CardKit like the tokenization path does and keeps numbers in
 /// memory, so PCI reads can be checked.
 final class CheckoutTestVault: CheckoutCardVault {
-    private let numbers = Mutex<[String: String]>([:])
-    private let counter = Mutex(0)
+    private let numbers = Locked<[String: String]>([:])
+    private let counter = Locked(0)
     let clock: ManualClock
 
     init(clock: ManualClock) { self.clock = clock }
@@ -48,10 +47,10 @@ final class CheckoutTestVault: CheckoutCardVault {
 /// the test.
 final class CheckoutTestAuthenticator: CheckoutAuthenticator {
     enum Plan { case frictionless, challenge, decline }
-    let currentPlan = Mutex(Plan.frictionless)
-    let outcomes = Mutex<[String: CheckoutAuthenticationOutcome]>([:])
-    let started = Mutex<[CheckoutAuthenticationRequest]>([])
-    private let counter = Mutex(0)
+    let currentPlan = Locked(Plan.frictionless)
+    let outcomes = Locked<[String: CheckoutAuthenticationOutcome]>([:])
+    let started = Locked<[CheckoutAuthenticationRequest]>([])
+    private let counter = Locked(0)
 
     /// Sets what every following authentication does.
     func plan(_ plan: Plan) { currentPlan.withLock { $0 = plan } }

@@ -329,6 +329,72 @@ struct PayInFixture {
         #expect(await PaymentsError.from { try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest()) } != nil)
     }
 
+    @Test func refundFeesAreKeptWhenPositiveAndGivenBackAtMostOnceWhenNegative() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card()
+        let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 1000, fees: 100))
+        #expect(try await f.balance() == 900)
+        func refund(_ amount: Int64?, _ fees: Int64?) async throws -> Refund {
+            try await f.payIns.refund(
+                clientId: "shop", payInId: payIn.id,
+                request: RefundRequest(
+                    debitedFunds: amount.map { Funds(currency: "EUR", amount: $0) },
+                    fees: fees.map { Funds(currency: "EUR", amount: $0) }))
+        }
+        // The SDK's own test: DebitedFunds 15, Fees 4. The platform keeps 4, the card gets 11.
+        let kept = try await refund(15, 4)
+        #expect(kept.status == "SUCCEEDED" && kept.creditedFunds.amount == 11 && kept.fees.amount == 4)
+        #expect(try await f.balance() == 885)
+        // More fees back than the pay-in took: FAILED with 005404, nothing moves.
+        let tooMuch = try await refund(10, -101)
+        #expect(tooMuch.status == "FAILED" && tooMuch.result == .refundedFeesAboveInitialFees)
+        #expect(try await f.balance() == 885)
+        let back = try await refund(10, -60)
+        #expect(back.status == "SUCCEEDED" && back.creditedFunds.amount == 70)
+        // 40 of the fees are left to give back: 41 fails, and the full refund gives exactly those 40.
+        #expect(try await refund(10, -41).result == .refundedFeesAboveInitialFees)
+        let rest = try await refund(nil, nil)
+        #expect(rest.debitedFunds.amount == 875 && rest.fees.amount == -40 && rest.creditedFunds.amount == 915)
+        #expect(try await f.balance() == 0)
+        let stored = try await f.payIns.get(clientId: "shop", id: payIn.id)
+        #expect(stored.refunded == 900 && stored.refundedFees == 100)
+        // Fees above the refunded amount would credit the card a negative amount.
+        let other = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 500, fees: 0))
+        let negative = await PaymentsError.from {
+            try await f.payIns.refund(
+                clientId: "shop", payInId: other.id,
+                request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 5), fees: Funds(currency: "EUR", amount: 6)))
+        }
+        #expect(negative?.fieldErrors["Fees.Amount"] != nil)
+    }
+
+    @Test func extremeRefundAmountsAreFieldErrorsNotTraps() async throws {
+        let f = try await PayInFixture()
+        let (card, _) = try await f.card()
+        let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 1000, fees: 100))
+        for (debited, fees, field) in [
+            (Int64(15), Int64.min, "Fees.Amount"), (15, Int64.max, "Fees.Amount"), (Int64.min, 0, "DebitedFunds.Amount"),
+            (Int64.max, 0, "DebitedFunds.Amount"), (Funds.maximumAmount + 1, 0, "DebitedFunds.Amount"),
+            (15, -Funds.maximumAmount - 1, "Fees.Amount"),
+        ] {
+            let error = await PaymentsError.from {
+                try await f.payIns.refund(
+                    clientId: "shop", payInId: payIn.id,
+                    request: RefundRequest(
+                        debitedFunds: Funds(currency: "EUR", amount: debited), fees: Funds(currency: "EUR", amount: fees)))
+            }
+            #expect(error?.fieldErrors[field] != nil, "\(debited) \(fees)")
+        }
+        #expect(try await f.balance() == 900)
+        // Pay-in amounts at and beyond the limit.
+        for amount in [Int64.max, Int64.min, Funds.maximumAmount + 1] {
+            let error = await PaymentsError.from {
+                try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: amount, fees: 0))
+            }
+            #expect(error?.fieldErrors["DebitedFunds.Amount"] != nil, "\(amount)")
+        }
+    }
+
     @Test func onlySucceededPayInsCanBeRefunded() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)
@@ -346,7 +412,7 @@ struct PayInFixture {
             if !succeeded.isEmpty, Bool.random(using: &generator) {
                 let target = succeeded.randomElement(using: &generator)!
                 let current = try await f.payIns.get(clientId: "shop", id: target.id)
-                let left = current.debitedFunds.amount - current.refunded
+                let left = current.creditedFunds.amount - current.refunded
                 guard left > 0 else { continue }
                 let amount = Int64.random(in: 1...left, using: &generator)
                 let refund = try await f.payIns.refund(

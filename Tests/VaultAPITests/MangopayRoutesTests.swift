@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import HTTPServer
 import Testing
 import VaultCore
@@ -152,7 +151,7 @@ extension MangopayJSON {
         #expect(!read.json.keys.contains("PendingUserAction"))
 
         let invalid = await harness.send(
-            "POST", harness.api("/users/natural"), body: #"{"FirstName":7,"Email":"x","Birthday":"yesterday"}"#)
+            "POST", harness.api("/users/natural"), body: #"{"FirstName":true,"Email":"x","Birthday":"yesterday"}"#)
         #expect(invalid.status.code == 400)
         #expect(invalid.json["Type"] == .string("param_error"))
         #expect(Set(invalid.json["errors"]?.keys ?? []) == ["FirstName", "Birthday"])
@@ -346,7 +345,7 @@ extension MangopayJSON {
 /// An in-memory store whose writes fail as the file store's do on a full disk, while `refusing`.
 final class WriteRefusingStore: RecordStore {
     let base = InMemoryRecordStore()
-    let refusing = Mutex(false)
+    let refusing = Locked(false)
 
     func get(_ collection: String, id: String) async throws -> Record? { try await base.get(collection, id: id) }
 

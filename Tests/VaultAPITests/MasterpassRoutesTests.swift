@@ -1,7 +1,6 @@
 import CardKit
 import Foundation
 import HTTPServer
-import Synchronization
 import Testing
 import VaultCore
 import VaultCrypto
@@ -12,8 +11,8 @@ import VaultStore
 
 /// A 3-D Secure step for route tests: frictionless unless told to challenge.
 final class MasterpassTestAuthenticator: CheckoutAuthenticator {
-    let challenge = Mutex(false)
-    let finished = Mutex<[String: Bool]>([:])
+    let challenge = Locked(false)
+    let finished = Locked<[String: Bool]>([:])
 
     func start(_ request: CheckoutAuthenticationRequest) async throws -> CheckoutAuthenticationStart {
         if challenge.withLock({ $0 }) {

@@ -307,7 +307,7 @@ extension MangopayHarness {
         ])
         let wrongTypes = await harness.send(
             "POST", target,
-            body: #"{"AuthorId":7,"CardId":["c"],"DebitedFunds":{"Currency":"EUR","Amount":"10"},"Fees":"x","#
+            body: #"{"AuthorId":true,"CardId":["c"],"DebitedFunds":{"Currency":"EUR","Amount":"10"},"Fees":"x","#
                 + #""BrowserInfo":{"JavaEnabled":"yes","ColorDepth":1.5,"TimeZoneOffset":true},"Billing":{"Address":3},"#
                 + #""SecureMode":"ALWAYS","IpAddress":"999.1.1.1","SecureModeReturnURL":"javascript:alert(1)","Tag":{}}"#)
         #expect(wrongTypes.status.code == 400)
@@ -450,6 +450,33 @@ extension MangopayHarness {
             body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card, secureMode: "FORCE"))
         let pending = await harness.send("POST", harness.api("/payins/\(forced.json["Id"]!.stringValue!)/refunds"))
         #expect(pending.status.code == 400 && pending.json["Type"] == .string("param_error"))
+    }
+
+    @Test func fingerprintTransactionsListThePayInsOfEveryCardWithTheFingerprint() async throws {
+        let harness = try await MangopayHarness.make()
+        let (user, wallet, card, _) = try await harness.payerWithCard()
+        let (otherUser, otherWallet, sameNumber, _) = try await harness.payerWithCard()
+        let fingerprint = try #require(await harness.send("GET", harness.api("/cards/\(card)")).json["Fingerprint"]?.stringValue)
+        #expect(await harness.send("GET", harness.api("/cards/\(sameNumber)")).json["Fingerprint"]?.stringValue == fingerprint)
+        let target = harness.api("/cards/fingerprints/\(fingerprint)/transactions")
+        #expect(await harness.send("GET", target).json.arrayValue?.count == 0)
+        let first = await harness.send(
+            "POST", harness.api("/payins/card/direct"), body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
+        let second = await harness.send(
+            "POST", harness.api("/payins/card/direct"),
+            body: MangopayHarness.payInBody(user: otherUser, wallet: otherWallet, card: sameNumber))
+        // A validation is no transaction of the list.
+        _ = await harness.send(
+            "POST", harness.api("/cards/\(card)/validation"),
+            body: #"{"AuthorId":""# + user + #"","SecureModeReturnURL":"https://s.example/","PaymentCategory":"TelephoneOrder"}"#)
+        let list = await harness.send("GET", target)
+        #expect(list.status == .ok && list.headers["X-Number-Of-Items"] == "2")
+        #expect(Set(list.json.arrayValue?.compactMap { $0["Id"]?.stringValue } ?? []) == [
+            try #require(first.json["Id"]?.stringValue), try #require(second.json["Id"]?.stringValue),
+        ])
+        #expect(await harness.send("GET", harness.api("/cards/fingerprints/\(String(repeating: "0", count: 32))/transactions"))
+            .json.arrayValue?.count == 0)
+        #expect(await harness.send("GET", target + "?per_page=0").status.code == 400)
     }
 
     @Test func payInsAreIsolatedPerClientAndNeedAToken() async throws {

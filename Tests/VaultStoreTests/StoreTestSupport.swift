@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import VaultCore
 import VaultCrypto
 @testable import VaultStore
@@ -79,11 +78,11 @@ func append(_ path: String, _ bytes: [UInt8]) throws {
 /// A file layer that fails writes or syncs with a chosen errno while armed.
 final class FaultInjectingFileSystem: StorageFileSystem {
     let base = SystemFileSystem()
-    let writeFailure = Mutex<Int32?>(nil)
-    let syncFailure = Mutex<Int32?>(nil)
+    let writeFailure = Locked<Int32?>(nil)
+    let syncFailure = Locked<Int32?>(nil)
     /// While set, no file grows past this many bytes (a full disk): a write past it writes what
     /// fits, then fails with ENOSPC.
-    let fileSizeLimit = Mutex<UInt64?>(nil)
+    let fileSizeLimit = Locked<UInt64?>(nil)
 
     func openFile(_ path: String, create: Bool) throws -> any StorageFile {
         FaultInjectingFile(base: try base.openFile(path, create: create), owner: self)
@@ -135,8 +134,8 @@ final class FaultInjectingFile: StorageFile {
 
 /// A value shared between test tasks, behind a lock.
 final class Shared<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     var value: Value { storage.withLock { $0 } }
     func update(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
 }

@@ -1,6 +1,6 @@
 """Starts a live CardVault daemon for the SDK tests and points the official Mangopay SDK at it.
 
-The daemon runs from the built binary (CARDVAULT_BIN, default .build/debug/cardvault) on a free
+The daemon runs from the built binary (CARDVAULT_BIN, default .build/release/cardvault: the one users run) on a free
 loopback port with a temporary data directory; its stdout gives the development client's
 credentials, its stderr (JSON log lines) goes to a file that the PAN/CVX scan reads afterwards.
 """
@@ -31,7 +31,7 @@ class Daemon:
         self.log_path = self.workdir / "daemon.log"
         self.port = _free_port()
         self.base_url = "http://127.0.0.1:%d" % self.port
-        binary = os.environ.get("CARDVAULT_BIN", str(ROOT / ".build" / "debug" / "cardvault"))
+        binary = os.environ.get("CARDVAULT_BIN", str(ROOT / ".build" / "release" / "cardvault"))
         env = dict(os.environ)
         env.update({
             "CARDVAULT_LISTEN": "127.0.0.1:%d" % self.port,

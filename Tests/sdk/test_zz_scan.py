@@ -2,8 +2,10 @@
 directory or the daemon's logs, in ASCII, UTF-16 or BCD."""
 import pathlib
 
+from test_hostile_values import REGISTERED as HOSTILE_NUMBERS
 from test_mangopay_sdk import AMEX, VISA
 from test_payins_e2e import NUMBERS as PAYIN_NUMBERS
+from test_sdk_flows import NUMBERS as FLOW_NUMBERS
 
 NUMBERS = [VISA, AMEX, "4970107111111118"] + PAYIN_NUMBERS
 SECURITY_CODES = ["cardCvx=123", "cardCvx=1234"]
@@ -20,9 +22,11 @@ def encodings(text):
 def test_no_pan_or_cvx_in_data_directory_or_logs(daemon):
     files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
     files += [daemon.log_path, daemon.stdout_path]
+    # The numbers the flow and hostile-value tests made up during this session (empty when they did not run).
+    secrets = NUMBERS + HOSTILE_NUMBERS + list(FLOW_NUMBERS.values()) + SECURITY_CODES
     for path in files:
         content = path.read_bytes()
-        for secret in NUMBERS + SECURITY_CODES:
+        for secret in secrets:
             for encoded in encodings(secret):
                 assert encoded not in content, "%s found in %s" % (secret[:6] + "...", path.name)
     assert daemon.log_path.stat().st_size > 0  # the daemon did log the requests

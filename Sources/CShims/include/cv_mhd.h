@@ -19,7 +19,8 @@ struct cv_mhd_settings {
     unsigned int thread_pool_size;
     /// Idle/read timeout per connection in seconds; 0 for none.
     unsigned int connection_timeout;
-    /// Per-connection memory pool (bounds the request line plus headers); 0 for the default.
+    /// Per-connection memory pool (holds the request head, libmicrohttpd's header and cookie
+    /// records and the response head); 0 for the default.
     size_t connection_memory_limit;
     /// Maximum concurrent connections; 0 for the default.
     unsigned int connection_limit;
@@ -29,8 +30,12 @@ struct cv_mhd_settings {
     const char *tls_certificate_pem;
     const char *tls_key_pem;
     const char *tls_trust_pem;
-    /// Called once per request with the raw request URI; returns the per-request context.
+    /// Called once per request with the raw request URI and `uri_cls`; returns the per-request
+    /// context. libmicrohttpd's own parse of the query into GET arguments is skipped (see
+    /// cv_mhd.c): the callback must keep the query it needs. When set, these settings must outlive
+    /// the daemon.
     void *(*uri_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+    void *uri_cls;
     /// Called when a request is finished (answered, or the connection failed).
     MHD_RequestCompletedCallback completed_callback;
     /// Called with libmicrohttpd's own error messages and `log_cls`. When set, these settings must
@@ -43,6 +48,10 @@ struct cv_mhd_settings {
 struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
                                 MHD_AccessHandlerCallback handler,
                                 void *cls);
+
+/// The size of the request line plus header fields as received (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+/// 0 if unknown.
+size_t cv_mhd_request_header_size(struct MHD_Connection *connection);
 
 /// The port the daemon is bound to (useful after binding port 0); 0 if unknown.
 uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon);
