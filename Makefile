@@ -19,7 +19,7 @@ PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-co
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
 .PHONY: run test test-sdk test-debug test-sanitize venv bench clean build release keys deps-build deps-test deps-bench \
-	fuzz fuzz-parsers fuzz-build fuzz-seeds
+	fuzz fuzz-parsers fuzz-build fuzz-seeds fuzz-api
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
 run: deps-build release keys
@@ -58,6 +58,13 @@ venv:
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
 
+## fuzz-api: the heavy schemathesis run over the whole of docs/openapi.yaml against a daemon from the release
+## binary: every check, positive and negative cases, at least 20,000 of them, a fresh seed each time (printed;
+## repeat one with CARDVAULT_FUZZ_SEED=<seed>, size it with CARDVAULT_FUZZ_EXAMPLES=<per operation>)
+fuzz-api: deps-test release venv
+	CARDVAULT_BIN=$(CURDIR)/$(RELEASE_BIN) CARDVAULT_FUZZ_HEAVY=1 \
+		.venv/bin/python -m pytest -q -s Tests/sdk/test_schemathesis.py -k schemathesis_finds
+
 ## bench: the tokenization benchmark suite: release build, C baselines, every suite side by side with
 ## its anchor; table on the terminal, bench/results/<timestamp>.json, bench/report.html.
 ## Narrow or shorten it with BENCH_ARGS, e.g. `make bench BENCH_ARGS="--quick crypto http"`.
@@ -73,8 +80,9 @@ bench/.build/%: bench/c/%.c bench/c/card_record.h
 build:
 	$(SWIFT) build $(SWIFT_STRICT)
 
-## fuzz: every fuzzer: the libFuzzer targets of the parsers (fuzz-parsers); more parts add themselves here
-fuzz: fuzz-parsers
+## fuzz: every fuzzer: the libFuzzer targets of the parsers (fuzz-parsers), then schemathesis's heavy run
+## over the whole API (fuzz-api)
+fuzz: fuzz-parsers fuzz-api
 
 # The libFuzzer targets (Fuzz/Targets, docs/fuzzing.md), built only here: CARDVAULT_FUZZ=1 adds them to the
 # package, in their own build directory, instrumented for libFuzzer and AddressSanitizer.
