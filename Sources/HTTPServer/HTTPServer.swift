@@ -125,6 +125,10 @@ public final class HTTPServer: Sendable {
 
 /// Catches termination signals with Dispatch signal sources (their default action is turned off
 /// while it exists) and hands the first one to whoever waits.
+///
+/// `init` returns only once every source is registered: libdispatch installs its signal handler
+/// asynchronously after `resume()`, and until then the signal is ignored (SIG_IGN), so a SIGTERM sent
+/// right after "serving on" was lost about once in five starts and the daemon never stopped.
 final class ShutdownSignal: Sendable {
     private struct State {
         var received: Int32?
@@ -154,7 +158,10 @@ final class ShutdownSignal: Sendable {
                 }
                 waiter?.resume(returning: number)
             }
+            let registered = DispatchSemaphore(value: 0)
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
+            registered.wait()
             boxes.append(SignalSourceBox(source: source))
         }
         sources = boxes

@@ -100,11 +100,16 @@ public final class KeyRing: Sendable {
         (keysDirectory as NSString).appendingPathComponent(masterKeyFileName)
     }
 
-    /// Creates `<keysDirectory>/master.key` (32 random bytes, 0600) unless it exists.
+    /// Creates `<keysDirectory>/master.key` (32 random bytes, 0600) unless it exists, and makes the directory
+    /// private (0700): created so, or tightened when it exists (a fresh checkout's `keys/` is 0755, which
+    /// `serve` refuses).
     /// - Returns: true when a key was created, false when one was there already.
     @discardableResult
     public static func createMasterKey(keysDirectory: String, random: RandomPool = .shared) throws -> Bool {
         try KeyFile.makeDirectory(keysDirectory)
+        guard chmod(keysDirectory, 0o700) == 0 else {
+            throw KeyRingError(.io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
+        }
         let path = masterKeyPath(keysDirectory)
         if access(path, F_OK) == 0 { return false }
         let key = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }

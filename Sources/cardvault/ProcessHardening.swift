@@ -1,4 +1,5 @@
 import CShims
+import VaultCrypto
 import Foundation
 
 #if canImport(Glibc)
@@ -79,9 +80,10 @@ enum ProcessHardening {
                         + " run: chmod 700 \(directory)", status: 78)
             }
         }
-        // Key files: a copy made with a loose mode inside a private directory is still refused.
+        // Key files (`master.key` and any other `*.key`, such as a backup): a copy made with a loose mode
+        // inside a private directory is still refused. Other files (the checkout's README) hold no secret.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: keysDirectory)) ?? []
-        for name in names.sorted() {
+        for name in names.sorted() where name.hasSuffix(".key") || name.hasPrefix(KeyRing.masterKeyFileName) {
             let path = (keysDirectory as NSString).appendingPathComponent(name)
             var status = stat()
             guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }

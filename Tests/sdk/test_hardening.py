@@ -327,6 +327,31 @@ def test_a_readable_key_file_stops_the_start(tmp_path):
     assert b"chmod 600" in result.stderr
 
 
+def test_a_fresh_checkouts_keys_directory_serves_after_keys_init(tmp_path):
+    """`make run` on a new clone: keys/ comes 0755 with a README and .gitignore (0644). `keys init` makes the
+    directory private, the non-key files are not key files, and serve starts."""
+    data, keys = tmp_path / "data", tmp_path / "keys"
+    keys.mkdir(mode=0o755)
+    keys.chmod(0o755)
+    for name in ("README.md", ".gitignore"):
+        (keys / name).write_text("not a key\n")
+        (keys / name).chmod(0o644)
+    init = subprocess.run([BINARY, "keys", "init", "--keys-dir", str(keys)], capture_output=True, timeout=30)
+    assert init.returncode == 0, init.stderr
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o700
+    env = dict(os.environ, CARDVAULT_LISTEN="127.0.0.1:0", CARDVAULT_DATA_DIR=str(data), CARDVAULT_KEYS_DIR=str(keys))
+    process = subprocess.Popen([BINARY, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=str(tmp_path))
+    try:
+        line = process.stdout.readline()
+        while line and b"serving on" not in line:
+            line = process.stdout.readline()
+        assert b"serving on" in line, process.stderr.read()[-2000:]
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
 def test_missing_directories_are_created_private(unlimited_daemon):
     keys = unlimited_daemon.workdir / "keys"
     assert stat.S_IMODE(keys.stat().st_mode) == 0o700
