@@ -33,6 +33,13 @@ final class ServerCore: Sendable {
 
     /// ``ServerConfiguration/requestDeadlineSeconds`` in nanoseconds (0: none).
     let requestDeadlineNanos: UInt64
+    let metrics: HTTPMetrics
+    /// When the last "connections refused" warning was logged (monotonic nanoseconds), and how many
+    /// refusals it has not reported yet: one line per interval, never one per connection (a flood
+    /// from one address would otherwise flood the log too).
+    let refusalsLoggedAt = Atomic<UInt64>(0)
+    let refusalsUnreported = Atomic<Int>(0)
+    static let refusalLogIntervalNanos: UInt64 = 10_000_000_000
 
     static let methodLabels: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -50,6 +57,26 @@ final class ServerCore: Sendable {
         self.requireClientCertificate = configuration.tls?.clientCAPEM != nil
         self.strictTransportSecurity = configuration.tls == nil ? nil : Self.strictTransportSecurityValue
         self.requestDeadlineNanos = UInt64(max(0, configuration.requestDeadlineSeconds)) * 1_000_000_000
+        self.metrics = metrics
+    }
+
+    /// libmicrohttpd closed a connection at a connection limit: count it, and warn at most once per
+    /// ``refusalLogIntervalNanos`` with the number refused since the last warning.
+    func connectionRefused() {
+        metrics.refusedConnections.add(1, ordering: .relaxed)
+        refusalsUnreported.add(1, ordering: .relaxed)
+        let now = monotonicNanos()
+        let last = refusalsLoggedAt.load(ordering: .relaxed)
+        guard last == 0 || now &- last >= Self.refusalLogIntervalNanos,
+            refusalsLoggedAt.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        let count = refusalsUnreported.exchange(0, ordering: .relaxed)
+        logger.warning(
+            "connections refused at the connection limit (in all or per address)",
+            [
+                "refused": .int(count), "maxConnections": .int(configuration.maxConnections),
+                "maxConnectionsPerAddress": .int(configuration.maxConnectionsPerAddress),
+            ])
     }
 
     /// Nanoseconds left before `context`'s deadline (nil when there is none; 0 when it has passed).
@@ -490,6 +517,10 @@ let daemonLogCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<C
     guard let cls, let message else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let text = String(cString: message)
+    if text.hasPrefix(LibmicrohttpdMessages.connectionLimit) {
+        core.connectionRefused()
+        return
+    }
     core.logger.log(
         LibmicrohttpdMessages.level(of: text), "libmicrohttpd", ["detail": .string(LogScrubber.maskDigitRuns(text))])
 }
@@ -514,6 +545,10 @@ enum LibmicrohttpdMessages {
         "Error: Handshake failed",
         "Failed to receive data",
     ]
+
+    /// Logged by libmicrohttpd 0.9.75 for every connection closed at the total or the per-address
+    /// limit; counted and summarised instead (``ServerCore/connectionRefused()``).
+    static let connectionLimit = "Server reached connection limit"
 
     static func level(of message: String) -> LogLevel {
         connectionAborted.contains { message.hasPrefix($0) || message.contains($0) } ? .debug : .warning
