@@ -243,3 +243,26 @@ def test_failed_token_requests_get_429_and_good_ones_do_not_count(limited_daemon
     # Once limited, the address is refused before its credentials are checked, even good ones.
     assert token_request(limited_daemon, limited_daemon.api_key, "127.0.0.11")[0] == 429
     assert token_request(limited_daemon, limited_daemon.api_key, "127.0.0.12")[0] == 200
+
+
+def test_an_ipv6_client_is_limited_too():
+    """The daemon on [::1]: the limit applies to IPv6 clients (keyed on their /64; loopback has only
+    ::1, so the rotation through a /64 is the unit tests' AddressRateLimiterTests and RateLimitRoutesTests)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+            port = probe.getsockname()[1]
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    instance = Daemon(extra_env={"CARDVAULT_LISTEN": "[::1]:%d" % port,
+                                 "CARDVAULT_PUBLIC_URL": "http://[::1]:%d" % port,
+                                 "CARDVAULT_PAGE_VIEWS_PER_MINUTE_PER_ADDRESS": str(BURST)})
+    try:
+        statuses = []
+        for _ in range(BURST + 1):
+            with socket.create_connection(("::1", port), timeout=5) as sock:
+                sock.sendall(b"GET /srci/?checkoutId=abc HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+                statuses.append(int(sock.recv(4096).split()[1]))
+        assert 429 not in statuses[:BURST] and statuses[BURST] == 429, statuses
+    finally:
+        instance.stop()
