@@ -24,7 +24,8 @@ public struct AbuseLimits: Sendable {
             perMinute: configuration.tokenizationsPerMinutePerAddress, capacity: capacity, clock: clock)
         hostedPages = AddressRateLimiter(
             perMinute: configuration.pageViewsPerMinutePerAddress, capacity: capacity, clock: clock)
-        acs = AddressRateLimiter(perMinute: configuration.acsRequestsPerMinutePerAddress, capacity: capacity, clock: clock)
+        acs = AddressRateLimiter(
+            perMinute: configuration.acsRequestsPerMinutePerAddress, capacity: capacity, clock: clock)
         tokenFailures = AddressRateLimiter(
             perMinute: configuration.tokenFailuresPerMinutePerAddress, capacity: capacity, clock: clock)
     }

@@ -5,7 +5,7 @@ import VaultCore
 @testable import HTTPServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Connections per address and the request deadline, against a live server.
@@ -13,8 +13,9 @@ import Glibc
     @Test func connectionsPastThePerAddressLimitAreClosedAndCounted() async throws {
         let metrics = HTTPMetrics()
         let configuration = ServerConfiguration(port: 0, maxConnectionsPerAddress: 4)
-        let server = HTTPServer(configuration: configuration, router: FramingLiveTests.router(), logger: .disabled,
-                                metrics: metrics)
+        let server = HTTPServer(
+            configuration: configuration, router: FramingLiveTests.router(), logger: .disabled,
+            metrics: metrics)
         try server.start()
         let port = server.port
         let (closed, answered) = try await blocking { () -> (Int, Int) in
@@ -37,8 +38,8 @@ import Glibc
     }
 
     @Test func aTrickledHeaderPastTheDeadlineGets408() async throws {
-        try await withLiveServer(ServerConfiguration(port: 0, requestDeadlineSeconds: 1), router: FramingLiveTests.router()) {
-            port in
+        let configuration = ServerConfiguration(port: 0, requestDeadlineSeconds: 1)
+        try await withLiveServer(configuration, router: FramingLiveTests.router()) { port in
             let response = try await blocking { () -> RawResponse in
                 let client = try RawHTTPClient(port: port)
                 client.send("GET /health HTTP/1.1\r\nHost: localhost\r\n")
@@ -69,10 +70,12 @@ import Glibc
             }
             #expect(seconds < 4, "closed after \(seconds) s")
             // A body that arrives in time is read whole; the connection's idle timeout is back to 30 s.
-            let replies = try await exchange(port: port, [
-                "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc",
-                FramingLiveTests.get("/health"),
-            ])
+            let replies = try await exchange(
+                port: port,
+                [
+                    "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc",
+                    FramingLiveTests.get("/health"),
+                ])
             #expect(replies.map(\.status) == [200, 200])
             #expect(replies.first?.text == "3")
         }
