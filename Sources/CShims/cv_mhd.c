@@ -63,6 +63,10 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     if (settings->connection_limit) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, settings->connection_limit, NULL};
     }
+    if (settings->per_ip_connection_limit) {
+        options[count++] =
+            (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings->per_ip_connection_limit, NULL};
+    }
     if (settings->listen_backlog) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, settings->listen_backlog, NULL};
     }
@@ -103,6 +107,10 @@ size_t cv_mhd_request_header_size(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     return info ? info->header_size : 0;
+}
+
+void cv_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds) {
+    (void)MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
 uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon) {

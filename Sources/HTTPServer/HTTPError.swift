@@ -29,6 +29,7 @@ public struct HTTPError: CodedError, HTTPResponseError, Equatable {
         public static let notImplemented = Code("not_implemented")
         public static let unsupportedMediaType = Code("unsupported_media_type")
         public static let forbidden = Code("forbidden")
+        public static let requestTimeout = Code("request_timeout")
         public static let unavailable = Code("service_unavailable")
         public static let internalError = Code("internal_error")
     }
@@ -101,6 +102,12 @@ public struct HTTPError: CodedError, HTTPResponseError, Equatable {
 
     public static func uriTooLong(limit: Int) -> HTTPError {
         HTTPError(.uriTooLong, status: .uriTooLong, message: "Request line exceeds the limit of \(limit) bytes")
+    }
+
+    public static func requestTimeout(limit: Int) -> HTTPError {
+        HTTPError(
+            .requestTimeout, status: .requestTimeout,
+            message: "The request was not received within \(limit) seconds")
     }
 
     /// What every unexpected error becomes: no detail leaves the process.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VaultCore
 
 /// Request counts and latency histograms per route, rendered as Prometheus text.
@@ -16,6 +17,12 @@ public final class HTTPMetrics: Sendable {
     public static let unmatchedRoute = "<unmatched>"
 
     private let series = Locked<[SeriesKey: RouteSeries]>([:])
+    /// Connections closed as soon as accepted because the server or their address was at its
+    /// connection limit (``ServerConfiguration/maxConnections``, ``ServerConfiguration/maxConnectionsPerAddress``).
+    let refusedConnections = Atomic<UInt64>(0)
+
+    /// Connections refused at a connection limit so far.
+    public var connectionsRefused: UInt64 { refusedConnections.load(ordering: .relaxed) }
     private let order = Locked<[SeriesKey]>([])
 
     struct SeriesKey: Hashable {
@@ -66,6 +73,10 @@ public final class HTTPMetrics: Sendable {
             text += format(Double(values.sumNanos) / 1e9) + "\n"
             text += "cardvault_http_request_duration_seconds_count{" + base + "} " + String(values.count) + "\n"
         }
+        text += "# HELP cardvault_http_connections_refused_total Connections closed unanswered at a connection limit "
+        text += "(in all or per address).\n"
+        text += "# TYPE cardvault_http_connections_refused_total counter\n"
+        text += "cardvault_http_connections_refused_total " + String(connectionsRefused) + "\n"
         return text
     }
 

@@ -254,6 +254,7 @@ final class RunningDaemon: @unchecked Sendable {
         // the first callback, so requests past them get a 431 of our own.
         settings.pointee.connection_memory_limit = configuration.connectionMemoryBytes
         settings.pointee.connection_limit = UInt32(max(1, configuration.maxConnections))
+        settings.pointee.per_ip_connection_limit = UInt32(max(0, configuration.maxConnectionsPerAddress))
         settings.pointee.listen_backlog = 1024
         settings.pointee.uri_callback = requestStartedCallback
         settings.pointee.uri_cls = Unmanaged.passUnretained(core).toOpaque()

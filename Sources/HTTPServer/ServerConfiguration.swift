@@ -60,6 +60,15 @@ public struct ServerConfiguration: Sendable {
     public var threadingMode: ThreadingMode
     /// Most connections open at once.
     public var maxConnections: Int
+    /// Most connections open at once from one client IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT):
+    /// more are closed as soon as they are accepted, so one address cannot take the whole
+    /// ``maxConnections``. 0 for no limit.
+    public var maxConnectionsPerAddress: Int
+    /// Time from a request's first line to its last body byte. A request whose header is complete
+    /// only after it gets 408 and its connection closes; a body still arriving after it is cut off
+    /// (a stalled body sooner: the connection's idle timeout shrinks to the time left). Guards
+    /// against clients that trickle a request to hold a connection (slowloris).
+    public var requestDeadlineSeconds: Int
     /// How long shutdown waits for in-flight requests.
     public var shutdownGracePeriodSeconds: Int
     /// HTTPS when set; plain HTTP otherwise.
@@ -74,6 +83,8 @@ public struct ServerConfiguration: Sendable {
         threads: Int = 2,
         threadingMode: ThreadingMode = .eventLoop,
         maxConnections: Int = 1024,
+        maxConnectionsPerAddress: Int = 64,
+        requestDeadlineSeconds: Int = 30,
         shutdownGracePeriodSeconds: Int = 10,
         tls: TLSConfiguration? = nil
     ) {
@@ -85,6 +96,8 @@ public struct ServerConfiguration: Sendable {
         self.threads = threads
         self.threadingMode = threadingMode
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.requestDeadlineSeconds = requestDeadlineSeconds
         self.shutdownGracePeriodSeconds = shutdownGracePeriodSeconds
         self.tls = tls
     }

@@ -31,6 +31,16 @@ final class ServerCore: Sendable {
     /// Set while shutting down: responses ask clients to close.
     let draining = Atomic<Bool>(false)
 
+    /// ``ServerConfiguration/requestDeadlineSeconds`` in nanoseconds (0: none).
+    let requestDeadlineNanos: UInt64
+    let metrics: HTTPMetrics
+    /// When the last "connections refused" warning was logged (monotonic nanoseconds), and how many
+    /// refusals it has not reported yet: one line per interval, never one per connection (a flood
+    /// from one address would otherwise flood the log too).
+    let refusalsLoggedAt = Atomic<UInt64>(0)
+    let refusalsUnreported = Atomic<Int>(0)
+    static let refusalLogIntervalNanos: UInt64 = 10_000_000_000
+
     static let methodLabels: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
     init(configuration: ServerConfiguration, router: Router, logger: Logger, metrics: HTTPMetrics) {
@@ -46,6 +56,34 @@ final class ServerCore: Sendable {
         self.logRequests = logger.minimumLevel <= .info
         self.requireClientCertificate = configuration.tls?.clientCAPEM != nil
         self.strictTransportSecurity = configuration.tls == nil ? nil : Self.strictTransportSecurityValue
+        self.requestDeadlineNanos = UInt64(max(0, configuration.requestDeadlineSeconds)) * 1_000_000_000
+        self.metrics = metrics
+    }
+
+    /// libmicrohttpd closed a connection at a connection limit: count it, and warn at most once per
+    /// ``refusalLogIntervalNanos`` with the number refused since the last warning.
+    func connectionRefused() {
+        metrics.refusedConnections.add(1, ordering: .relaxed)
+        refusalsUnreported.add(1, ordering: .relaxed)
+        let now = monotonicNanos()
+        let last = refusalsLoggedAt.load(ordering: .relaxed)
+        guard last == 0 || now &- last >= Self.refusalLogIntervalNanos,
+            refusalsLoggedAt.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        let count = refusalsUnreported.exchange(0, ordering: .relaxed)
+        logger.warning(
+            "connections refused at the connection limit (in all or per address)",
+            [
+                "refused": .int(count), "maxConnections": .int(configuration.maxConnections),
+                "maxConnectionsPerAddress": .int(configuration.maxConnectionsPerAddress),
+            ])
+    }
+
+    /// Nanoseconds left before `context`'s deadline (nil when there is none; 0 when it has passed).
+    func deadlineLeft(_ context: RequestContext) -> UInt64? {
+        guard requestDeadlineNanos > 0 else { return nil }
+        let elapsed = monotonicNanos() &- context.start
+        return elapsed >= requestDeadlineNanos ? 0 : requestDeadlineNanos - elapsed
     }
 
     // MARK: - Access handler
@@ -72,7 +110,13 @@ final class ServerCore: Sendable {
             let size = uploadDataSize.pointee
             if size > 0 {
                 uploadDataSize.pointee = 0
+                // Past the deadline the rest of the body is not waited for: the connection is cut
+                // (libmicrohttpd cannot answer before the body is read).
+                if deadlineLeft(context) == 0 { return MHD_Result.NO }
                 return receive(context, uploadData, size)
+            }
+            if context.shortenedTimeout {
+                cv_mhd_set_connection_timeout(connection, UInt32(max(0, configuration.connectionTimeoutSeconds)))
             }
             return requestReceived(context, connection)
         case .waiting:
@@ -148,6 +192,9 @@ final class ServerCore: Sendable {
             )
             return refuse(refusal, context, connection)
         }
+        if deadlineLeft(context) == 0 {
+            return refuse(HTTPError.requestTimeout(limit: configuration.requestDeadlineSeconds), context, connection)
+        }
         if requireClientCertificate && cv_mhd_client_certificate_verified(connection) != 1 {
             let refusal = HTTPError(.forbidden, status: .forbidden, message: "A valid client certificate is required")
             return refuse(refusal, context, connection)
@@ -166,6 +213,14 @@ final class ServerCore: Sendable {
             return refuse(error, context, connection)
         }
         if case .length(let length) = framing, length > 0 { context.body.reserveCapacity(length) }
+        if framing != .noBody && framing != .length(0), let left = deadlineLeft(context) {
+            // A body is coming: a stall longer than the time left ends the connection at the deadline.
+            let seconds = Int((left + 999_999_999) / 1_000_000_000)
+            if seconds < configuration.connectionTimeoutSeconds {
+                cv_mhd_set_connection_timeout(connection, UInt32(max(1, seconds)))
+                context.shortenedTimeout = true
+            }
+        }
         return MHD_Result.YES
     }
 
@@ -394,6 +449,8 @@ final class RequestContext: @unchecked Sendable {
     var pendingResponse: Response?
     var status = 0
     var closeAfter = false
+    /// The connection's idle timeout was cut to the deadline's time left while the body arrives.
+    var shortenedTimeout = false
 
     init(target: String, start: UInt64) {
         self.target = target
@@ -460,6 +517,10 @@ let daemonLogCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<C
     guard let cls, let message else { return }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
     let text = String(cString: message)
+    if text.hasPrefix(LibmicrohttpdMessages.connectionLimit) {
+        core.connectionRefused()
+        return
+    }
     core.logger.log(
         LibmicrohttpdMessages.level(of: text), "libmicrohttpd", ["detail": .string(LogScrubber.maskDigitRuns(text))])
 }
@@ -484,6 +545,10 @@ enum LibmicrohttpdMessages {
         "Error: Handshake failed",
         "Failed to receive data",
     ]
+
+    /// Logged by libmicrohttpd 0.9.75 for every connection closed at the total or the per-address
+    /// limit; counted and summarised instead (``ServerCore/connectionRefused()``).
+    static let connectionLimit = "Server reached connection limit"
 
     static func level(of message: String) -> LogLevel {
         connectionAborted.contains { message.hasPrefix($0) || message.contains($0) } ? .debug : .warning

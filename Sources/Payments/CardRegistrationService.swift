@@ -115,7 +115,7 @@ public struct CardRegistrationService: Sendable {
     ) async throws -> TokenizationResult {
         let configuration = environment.configuration
         let address = signals.ipAddress ?? ""
-        guard rateLimiter.allow(address) else { return .rateLimited(retryAfter: max(1, rateLimiter.retryAfter(address))) }
+        if case .limited(let seconds) = rateLimiter.take(address) { return .rateLimited(retryAfter: seconds) }
         for _ in 0..<5 {
             guard let found = try await read(clientId: clientId, id: id) else {
                 return .failure(.accessDenied)

@@ -14,6 +14,8 @@ public struct MerchantServices: Sendable {
     public let securityCodes: SecurityCodeHold
     /// Direct card pay-ins, card validations and refunds, with 3-D Secure and risk scoring.
     public let payIns: PayInService
+    /// Rate limits of the routes that answer without a login.
+    public let abuseLimits: AbuseLimits
 
     public init(
         environment: PaymentsEnvironment, sandbox: SandboxBehaviour = SandboxBehaviour(), riskPolicy: RiskPolicy = RiskPolicy()
@@ -24,10 +26,9 @@ public struct MerchantServices: Sendable {
         users = UserService(environment: environment)
         wallets = WalletService(environment: environment)
         securityCodes = SecurityCodeHold(clock: environment.clock)
-        let limiter = TokenizationRateLimiter(
-            perMinute: environment.configuration.tokenizationsPerMinutePerAddress, clock: environment.clock)
+        abuseLimits = AbuseLimits(configuration: environment.configuration, clock: environment.clock)
         cardRegistrations = CardRegistrationService(
-            environment: environment, securityCodes: securityCodes, rateLimiter: limiter)
+            environment: environment, securityCodes: securityCodes, rateLimiter: abuseLimits.tokenization)
         cards = CardService(environment: environment, securityCodes: securityCodes)
         idempotency = IdempotencyLedger(environment: environment)
         payIns = PayInService(

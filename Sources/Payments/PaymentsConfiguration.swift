@@ -1,4 +1,5 @@
 import Foundation
+import VaultCore
 
 /// Settings of the merchant API's domain: lifetimes, limits and the public base URL used in links handed to
 /// browsers. A value type with defaults; the daemon builds it once from its configuration.
@@ -15,6 +16,14 @@ public struct PaymentsConfiguration: Sendable {
     public var maximumTokenizationFailures: Int
     /// Tokenization attempts one IP address may make per minute (burst), refilled continuously.
     public var tokenizationsPerMinutePerAddress: Int
+    /// Hosted checkout page requests (`/srci...`) one address may make per minute (burst), refilled continuously.
+    public var pageViewsPerMinutePerAddress: Int
+    /// Sandbox ACS page requests (`/acs/...`) one address may make per minute (burst).
+    public var acsRequestsPerMinutePerAddress: Int
+    /// Failed `POST /v2.01/oauth/token` authentications one address may make per minute (burst).
+    public var tokenFailuresPerMinutePerAddress: Int
+    /// Addresses (IPv4) or /64 prefixes (IPv6) each rate limiter tracks at once (see ``AddressRateLimiter``).
+    public var rateLimitTrackedAddresses: Int
     /// How long idempotent responses are kept (24 hours).
     public var idempotencyRetention: TimeInterval
     /// How long a key may stay reserved by a request that has not answered (60 seconds). Past it the
@@ -33,6 +42,10 @@ public struct PaymentsConfiguration: Sendable {
         securityCodeRetention: TimeInterval = 3600,
         maximumTokenizationFailures: Int = 5,
         tokenizationsPerMinutePerAddress: Int = 60,
+        pageViewsPerMinutePerAddress: Int = 300,
+        acsRequestsPerMinutePerAddress: Int = 120,
+        tokenFailuresPerMinutePerAddress: Int = 30,
+        rateLimitTrackedAddresses: Int = AddressRateLimiter.defaultCapacity,
         idempotencyRetention: TimeInterval = 24 * 3600,
         idempotencyInProgressTimeout: TimeInterval = 60,
         registrationLifetime: TimeInterval = 24 * 3600,
@@ -46,6 +59,10 @@ public struct PaymentsConfiguration: Sendable {
         self.securityCodeRetention = min(securityCodeRetention, 3600)
         self.maximumTokenizationFailures = maximumTokenizationFailures
         self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
+        self.pageViewsPerMinutePerAddress = pageViewsPerMinutePerAddress
+        self.acsRequestsPerMinutePerAddress = acsRequestsPerMinutePerAddress
+        self.tokenFailuresPerMinutePerAddress = tokenFailuresPerMinutePerAddress
+        self.rateLimitTrackedAddresses = rateLimitTrackedAddresses
         self.idempotencyRetention = idempotencyRetention
         self.idempotencyInProgressTimeout = idempotencyInProgressTimeout
         self.registrationLifetime = registrationLifetime

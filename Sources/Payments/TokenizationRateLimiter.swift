@@ -1,57 +1,32 @@
-import Foundation
 import VaultCore
 
-/// Limits tokenization attempts per client IP address with a token bucket: `perMinute` attempts in a burst,
-/// refilled continuously at `perMinute` per minute. Time comes from the injected clock.
-public final class TokenizationRateLimiter: Sendable {
-    private struct Bucket {
-        var tokens: Double
-        var updated: Date
-    }
+/// The tokenization endpoint's limiter: an ``AddressRateLimiter`` (bounded LRU of token buckets,
+/// IPv4 exact, IPv6 per /64).
+public typealias TokenizationRateLimiter = AddressRateLimiter
 
-    private let perMinute: Double
-    private let clock: any WallClock
-    private let buckets = Locked<[String: Bucket]>([:])
-    /// Addresses tracked before idle full buckets are dropped.
-    private static let pruneThreshold = 10_000
+/// The rate limits of every route that answers without a login, one limiter per class of route, each
+/// keyed on the client address (``RateLimitKey``) and bounded in memory (``AddressRateLimiter``).
+/// Built once per process from ``PaymentsConfiguration``; the routes only pick their class.
+public struct AbuseLimits: Sendable {
+    /// `POST /tokenize/...` and the hosted checkout's card submission: every attempt counts.
+    public let tokenization: AddressRateLimiter
+    /// The hosted checkout pages (`/srci...`): every request counts.
+    public let hostedPages: AddressRateLimiter
+    /// The sandbox ACS page (`/acs/...`): every request counts.
+    public let acs: AddressRateLimiter
+    /// `POST /v2.01/oauth/token`: only failed authentications count; a limited address is refused
+    /// before its credentials are checked.
+    public let tokenFailures: AddressRateLimiter
 
-    public init(perMinute: Int, clock: any WallClock) {
-        self.perMinute = Double(max(1, perMinute))
-        self.clock = clock
-    }
-
-    /// Takes one attempt for `address`; false when its bucket is empty (answer 429).
-    public func allow(_ address: String) -> Bool {
-        let now = clock.now
-        return buckets.withLock { buckets in
-            if buckets.count > Self.pruneThreshold { prune(&buckets, now: now) }
-            var bucket = buckets[address] ?? Bucket(tokens: perMinute, updated: now)
-            let elapsed = max(0, now.timeIntervalSince(bucket.updated))
-            bucket.tokens = min(perMinute, bucket.tokens + elapsed * perMinute / 60)
-            bucket.updated = now
-            guard bucket.tokens >= 1 else {
-                buckets[address] = bucket
-                return false
-            }
-            bucket.tokens -= 1
-            buckets[address] = bucket
-            return true
-        }
-    }
-
-    /// Seconds until `address` may try again (0 when it may now).
-    public func retryAfter(_ address: String) -> Int {
-        let now = clock.now
-        return buckets.withLock { buckets in
-            guard let bucket = buckets[address] else { return 0 }
-            let tokens = bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * perMinute / 60
-            return tokens >= 1 ? 0 : Int(((1 - tokens) * 60 / perMinute).rounded(.up))
-        }
-    }
-
-    private func prune(_ buckets: inout [String: Bucket], now: Date) {
-        buckets = buckets.filter { _, bucket in
-            bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60 < perMinute
-        }
+    public init(configuration: PaymentsConfiguration = PaymentsConfiguration(), clock: any WallClock) {
+        let capacity = configuration.rateLimitTrackedAddresses
+        tokenization = AddressRateLimiter(
+            perMinute: configuration.tokenizationsPerMinutePerAddress, capacity: capacity, clock: clock)
+        hostedPages = AddressRateLimiter(
+            perMinute: configuration.pageViewsPerMinutePerAddress, capacity: capacity, clock: clock)
+        acs = AddressRateLimiter(
+            perMinute: configuration.acsRequestsPerMinutePerAddress, capacity: capacity, clock: clock)
+        tokenFailures = AddressRateLimiter(
+            perMinute: configuration.tokenFailuresPerMinutePerAddress, capacity: capacity, clock: clock)
     }
 }

@@ -41,19 +41,31 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         public var connectionTimeoutSeconds: Int
         public var threads: Int
         public var shutdownGracePeriodSeconds: Int
+        /// Most connections open at once.
+        public var maxConnections: Int
+        /// Most connections open at once from one IP address; at most half of ``maxConnections``.
+        public var maxConnectionsPerAddress: Int
+        /// Time from a request's first line to its last body byte (slowloris guard).
+        public var requestDeadlineSeconds: Int
 
         public init(
             maxBodyBytes: Int = 1 << 20,
             maxHeaderBytes: Int = 8 << 10,
             connectionTimeoutSeconds: Int = 30,
             threads: Int = 2,
-            shutdownGracePeriodSeconds: Int = 10
+            shutdownGracePeriodSeconds: Int = 10,
+            maxConnections: Int = 1024,
+            maxConnectionsPerAddress: Int = 64,
+            requestDeadlineSeconds: Int = 30
         ) {
             self.maxBodyBytes = maxBodyBytes
             self.maxHeaderBytes = maxHeaderBytes
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
             self.threads = threads
             self.shutdownGracePeriodSeconds = shutdownGracePeriodSeconds
+            self.maxConnections = maxConnections
+            self.maxConnectionsPerAddress = maxConnectionsPerAddress
+            self.requestDeadlineSeconds = requestDeadlineSeconds
         }
     }
 
@@ -92,6 +104,16 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     /// Tokenization attempts one client IP address may make per minute (a burst of this many, refilled
     /// continuously); more are answered 429.
     public var tokenizationsPerMinutePerAddress: Int
+    /// Hosted checkout page requests (`/srci...`) one address may make per minute; more get 429.
+    public var pageViewsPerMinutePerAddress: Int
+    /// Sandbox ACS page requests (`/acs/...`) one address may make per minute; more get 429.
+    public var acsRequestsPerMinutePerAddress: Int
+    /// Failed `POST /v2.01/oauth/token` authentications one address may make per minute; then every
+    /// token request from it gets 429 until its bucket refills.
+    public var tokenFailuresPerMinutePerAddress: Int
+    /// Addresses each rate limiter tracks at once (IPv4 addresses, IPv6 /64 prefixes); the least
+    /// recently seen is forgotten past it.
+    public var rateLimitTrackedAddresses: Int
     public var http: HTTP
     public var tls: TLS
     /// When set, `GET /metrics` answers only requests with `Authorization: Bearer <token>` (401
@@ -109,6 +131,10 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         riskFile: String? = nil,
         checkoutOrigins: [String] = [],
         tokenizationsPerMinutePerAddress: Int = 60,
+        pageViewsPerMinutePerAddress: Int = 300,
+        acsRequestsPerMinutePerAddress: Int = 120,
+        tokenFailuresPerMinutePerAddress: Int = 30,
+        rateLimitTrackedAddresses: Int = 65_536,
         http: HTTP = HTTP(),
         tls: TLS = TLS(),
         metricsToken: Redacted<String>? = nil
@@ -123,6 +149,10 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.riskFile = riskFile
         self.checkoutOrigins = checkoutOrigins
         self.tokenizationsPerMinutePerAddress = tokenizationsPerMinutePerAddress
+        self.pageViewsPerMinutePerAddress = pageViewsPerMinutePerAddress
+        self.acsRequestsPerMinutePerAddress = acsRequestsPerMinutePerAddress
+        self.tokenFailuresPerMinutePerAddress = tokenFailuresPerMinutePerAddress
+        self.rateLimitTrackedAddresses = rateLimitTrackedAddresses
         self.http = http
         self.tls = tls
         self.metricsToken = metricsToken
@@ -211,6 +241,14 @@ public struct CardVaultConfiguration: Sendable, Equatable {
                 message: "tls.keyFile: required when tls.certificateFile is set"
             )
         }
+        if http.maxConnectionsPerAddress > http.maxConnections / 2 {
+            throw ConfigurationError(
+                .invalidValue,
+                field: "http.maxConnectionsPerAddress",
+                message: "http.maxConnectionsPerAddress: must be at most half of http.maxConnections "
+                    + "(\(http.maxConnections / 2)), so that one address cannot take every connection"
+            )
+        }
         if tls.clientCAFile != nil && !tls.isEnabled {
             throw ConfigurationError(
                 .invalidValue,
@@ -244,6 +282,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
             maxHeaderBytes: http.maxHeaderBytes,
             connectionTimeoutSeconds: http.connectionTimeoutSeconds,
             threads: http.threads,
+            maxConnections: http.maxConnections,
+            maxConnectionsPerAddress: http.maxConnectionsPerAddress,
+            requestDeadlineSeconds: http.requestDeadlineSeconds,
             shutdownGracePeriodSeconds: http.shutdownGracePeriodSeconds,
             tls: tlsConfiguration
         )

@@ -68,6 +68,26 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS",
             kind: .integer(1...100_000_000)
         ) { if case .integer(let value) = $1 { $0.tokenizationsPerMinutePerAddress = value } },
+        ConfigurationField(
+            path: "pageViewsPerMinutePerAddress",
+            environmentName: "CARDVAULT_PAGE_VIEWS_PER_MINUTE_PER_ADDRESS",
+            kind: .integer(1...100_000_000)
+        ) { if case .integer(let value) = $1 { $0.pageViewsPerMinutePerAddress = value } },
+        ConfigurationField(
+            path: "acsRequestsPerMinutePerAddress",
+            environmentName: "CARDVAULT_ACS_REQUESTS_PER_MINUTE_PER_ADDRESS",
+            kind: .integer(1...100_000_000)
+        ) { if case .integer(let value) = $1 { $0.acsRequestsPerMinutePerAddress = value } },
+        ConfigurationField(
+            path: "tokenFailuresPerMinutePerAddress",
+            environmentName: "CARDVAULT_TOKEN_FAILURES_PER_MINUTE_PER_ADDRESS",
+            kind: .integer(1...100_000_000)
+        ) { if case .integer(let value) = $1 { $0.tokenFailuresPerMinutePerAddress = value } },
+        ConfigurationField(
+            path: "rateLimitTrackedAddresses",
+            environmentName: "CARDVAULT_RATE_LIMIT_TRACKED_ADDRESSES",
+            kind: .integer(1024...(1 << 24))
+        ) { if case .integer(let value) = $1 { $0.rateLimitTrackedAddresses = value } },
         ConfigurationField(path: "metricsToken", environmentName: "CARDVAULT_METRICS_TOKEN", kind: .optionalToken) {
             config, value in config.metricsToken = Self.optionalText(value).map { Redacted($0) }
         },
@@ -94,6 +114,21 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_HTTP_SHUTDOWN_GRACE_PERIOD_SECONDS",
             kind: .integer(0...3600)
         ) { if case .integer(let value) = $1 { $0.http.shutdownGracePeriodSeconds = value } },
+        ConfigurationField(
+            path: "http.maxConnections",
+            environmentName: "CARDVAULT_HTTP_MAX_CONNECTIONS",
+            kind: .integer(2...65_536)
+        ) { if case .integer(let value) = $1 { $0.http.maxConnections = value } },
+        ConfigurationField(
+            path: "http.maxConnectionsPerAddress",
+            environmentName: "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS",
+            kind: .integer(1...32_768)
+        ) { if case .integer(let value) = $1 { $0.http.maxConnectionsPerAddress = value } },
+        ConfigurationField(
+            path: "http.requestDeadlineSeconds",
+            environmentName: "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS",
+            kind: .integer(1...3600)
+        ) { if case .integer(let value) = $1 { $0.http.requestDeadlineSeconds = value } },
         ConfigurationField(
             path: "tls.certificateFile",
             environmentName: "CARDVAULT_TLS_CERTIFICATE_FILE",

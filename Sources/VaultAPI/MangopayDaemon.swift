@@ -30,7 +30,11 @@ public enum MangopayDaemon {
                 store: store, clock: clock, fingerprintKeys: fingerprintKeys,
                 configuration: PaymentsConfiguration(
                     publicBaseURL: configuration.publicURL,
-                    tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress),
+                    tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
+                    pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
+                    acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,
+                    tokenFailuresPerMinutePerAddress: configuration.tokenFailuresPerMinutePerAddress,
+                    rateLimitTrackedAddresses: configuration.rateLimitTrackedAddresses),
                 logger: logger),
             sandbox: sandbox, riskPolicy: risk)
     }

@@ -48,6 +48,14 @@ struct MangopayHandlers: Sendable {
         }
     }
 
+    /// The 429 of the Mangopay dialect (the rate limits of ``AbuseLimits``).
+    func tooManyRequests(_ request: Request, retryAfter seconds: Int) -> Response {
+        MangopayErrorResponse.body(
+            status: .tooManyRequests, type: "too_many_requests",
+            message: "Too many requests from this address; retry after \(seconds) seconds", errors: nil,
+            request: request, now: now)
+    }
+
     /// The `grant_type` of a token request body, JSON (as the Python SDK sends it) or form-encoded.
     private func grantType(_ body: [UInt8]) -> String? {
         guard !body.isEmpty else { return nil }

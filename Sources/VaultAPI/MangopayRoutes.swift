@@ -36,8 +36,17 @@ public struct MangopayRoutes: RouteGroup {
 
     public func register(on router: inout Router) {
         let api = MangopayHandlers(services: services, checkoutOrigins: checkoutOrigins)
-        router.post("/v2.01/oauth/token") { await api.token($0) }
-        router.post("/v2.01/oauth/token/") { await api.token($0) }
+        // Failed authentications count against the address; a limited address is refused before its
+        // credentials are checked, so guessing API keys is as slow as the limit.
+        let tokenFailures = services.abuseLimits.tokenFailures
+        for path in ["/v2.01/oauth/token", "/v2.01/oauth/token/"] {
+            router.post(path) { request in
+                await RateLimitGate.limitedFailures(
+                    tokenFailures, request, refusal: { api.tooManyRequests(request, retryAfter: $0) },
+                    failed: { $0.status == .unauthorized }
+                ) { await api.token(request) }
+            }
+        }
 
         let base = "/v2.01/:clientId"
         for (prefix, sca) in [("", false), ("/sca", true)] {

@@ -13,14 +13,21 @@ public struct MasterpassRoutes: RouteGroup {
     /// The client owning a bearer token, or nil.
     public let bearerOwner: @Sendable (String) async throws -> String?
 
-    public init(checkout: CheckoutService, bearerOwner: @escaping @Sendable (String) async throws -> String?) {
+    /// Limits the hosted checkout pages per client address (``AbuseLimits/hostedPages``).
+    public let pageLimit: AddressRateLimiter
+
+    public init(
+        checkout: CheckoutService, pageLimit: AddressRateLimiter? = nil,
+        bearerOwner: @escaping @Sendable (String) async throws -> String?
+    ) {
         self.checkout = checkout
+        self.pageLimit = pageLimit ?? AbuseLimits(clock: SystemClock()).hostedPages
         self.bearerOwner = bearerOwner
     }
 
     /// Routes over the merchant API's bearer tokens.
     public init(checkout: CheckoutService, services: MerchantServices) {
-        self.init(checkout: checkout) { token in
+        self.init(checkout: checkout, pageLimit: services.abuseLimits.hostedPages) { token in
             do {
                 return try await services.bearerTokens.clientId(forToken: token)
             } catch let error as PaymentsError where error.code == .invalidToken {
@@ -31,14 +38,23 @@ public struct MasterpassRoutes: RouteGroup {
 
     public func register(on router: inout Router) {
         let pages = CheckoutPageHandlers(checkout: checkout)
-        for path in ["/srci", "/srci/"] {
-            router.get(path) { await pages.open($0) }
+        let pageLimit = self.pageLimit
+        // Every page request counts against the address (assets do not: they are static and cached).
+        func page(_ method: HTTPMethod, _ path: String, _ handler: @escaping @Sendable (Request) async -> Response) {
+            router.add(method, path) { request in
+                await RateLimitGate.limited(
+                    pageLimit, request, refusal: { pages.tooManyRequests(request, retryAfter: $0) }
+                ) { await handler(request) }
+            }
         }
-        router.get("/srci/:sessionId") { await pages.show($0) }
-        router.post("/srci/:sessionId/submit") { await pages.submit($0) }
-        router.post("/srci/:sessionId/cancel") { await pages.cancel($0) }
-        router.get("/srci/:sessionId/return") { await pages.resume($0) }
-        router.post("/srci/:sessionId/return") { await pages.resume($0) }
+        for path in ["/srci", "/srci/"] {
+            page(.get, path) { await pages.open($0) }
+        }
+        page(.get, "/srci/:sessionId") { await pages.show($0) }
+        page(.post, "/srci/:sessionId/submit") { await pages.submit($0) }
+        page(.post, "/srci/:sessionId/cancel") { await pages.cancel($0) }
+        page(.get, "/srci/:sessionId/return") { await pages.resume($0) }
+        page(.post, "/srci/:sessionId/return") { await pages.resume($0) }
         router.addImmediate(.get, "/srci/assets/checkout.js") { _ in
             Self.asset(CheckoutAssets.script, type: "text/javascript; charset=utf-8")
         }
@@ -212,6 +228,21 @@ struct CheckoutPageHandlers: Sendable {
 
     func redirect(_ location: String) -> Response {
         Response(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
+    }
+
+    /// The 429 of the hosted pages: Masterpass JSON when asked for, else the error page.
+    func tooManyRequests(_ request: Request, retryAfter seconds: Int) -> Response {
+        let message = "Too many requests from your network; wait \(seconds) seconds and try again"
+        if wantsJSON(request) {
+            return MasterpassErrorResponse(
+                status: .tooManyRequests,
+                errors: [
+                    .init(Source: "CardVault", ReasonCode: "TOO_MANY_REQUESTS", Description: message, Recoverable: true,
+                          Details: "")
+                ]
+            ).makeResponse()
+        }
+        return html(CheckoutPage.error(CheckoutError(.unavailable, message), locale: .enUS), .tooManyRequests)
     }
 
     func wantsJSON(_ request: Request) -> Bool {

@@ -45,7 +45,16 @@ public struct PayInRoutes: RouteGroup {
         }
 
         let acs = SandboxACSPage(services: services)
-        router.get("/acs/:kind/:clientId/:id") { await acs.show($0) }
-        router.post("/acs/:kind/:clientId/:id") { await acs.answer($0) }
+        let acsLimit = services.abuseLimits.acs
+        router.get("/acs/:kind/:clientId/:id") { request in
+            await RateLimitGate.limited(acsLimit, request, refusal: SandboxACSPage.tooManyRequests) {
+                await acs.show(request)
+            }
+        }
+        router.post("/acs/:kind/:clientId/:id") { request in
+            await RateLimitGate.limited(acsLimit, request, refusal: SandboxACSPage.tooManyRequests) {
+                await acs.answer(request)
+            }
+        }
     }
 }

@@ -60,6 +60,13 @@ struct SandboxACSPage: Sendable {
         }
     }
 
+    /// The 429 page (``RateLimitGate`` sets the status and `Retry-After`).
+    static func tooManyRequests(retryAfter seconds: Int) -> Response {
+        page(status: .tooManyRequests, messageHTML(
+            title: "Too many attempts",
+            text: "Too many requests came from your network. Wait \(seconds) seconds and try again."))
+    }
+
     private static func page(status: HTTPStatus, _ html: String) -> Response {
         var response = Response(status: status, body: Array(html.utf8))
         for (name, value) in pageHeaders { response.headers.set(name, value) }

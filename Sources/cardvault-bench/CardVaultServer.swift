@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Benchmark settings, all through documented configuration fields (README.md, "Configuration"):
 /// log level `warn` (nginx runs without an access log); `tokenizationsPerMinutePerAddress` raised
-/// from 60 to 100,000,000, because every benchmark connection comes from 127.0.0.1; and a
+/// from 60 to 100,000,000 and `http.maxConnectionsPerAddress` from 64 to 512, because every
+/// benchmark connection comes from 127.0.0.1; and a
 /// `riskFile` that raises the velocity limits, because the pay-in workload repeats pay-ins on the
 /// same cards, user and address far beyond what the default rules let through frictionless.
 final class CardVaultServer {
@@ -73,6 +74,7 @@ final class CardVaultServer {
             "CARDVAULT_KEYS_DIR": home + "/keys",
             "CARDVAULT_LOG_LEVEL": "warn",
             "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS": "100000000",
+            "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "512",
             "CARDVAULT_RISK_FILE": home + "/risk.json",
         ]
         let child = try ChildProcess.start(

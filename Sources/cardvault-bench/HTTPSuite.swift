@@ -36,10 +36,11 @@ struct HTTPSuite: BenchSuite {
                     "Subject: `cardvault serve` (release build) on 127.0.0.1:\(started.port), fresh data and keys "
                         + "directories (the encrypted file store; every write fsynced before it is acknowledged). "
                         + "Benchmark settings through documented configuration fields: logLevel warn (nginx runs "
-                        + "without an access log); tokenizationsPerMinutePerAddress 100000000 instead of 60 (all load "
-                        + "comes from 127.0.0.1); riskFile raising maxPerCard/User/IP/Device and cardsPerDevice* to "
-                        + "1e9 (the pay-in load repeats pay-ins on the same cards far beyond the default velocity "
-                        + "rules, which would turn them into challenges).")
+                        + "without an access log); tokenizationsPerMinutePerAddress 100000000 instead of 60 and "
+                        + "http.maxConnectionsPerAddress 512 instead of 64 (all load comes from 127.0.0.1); "
+                        + "riskFile raising maxPerCard/User/IP/Device and cardsPerDevice* to 1e9 (the pay-in "
+                        + "load repeats pay-ins on the same cards far beyond the default velocity rules, which "
+                        + "would turn them into challenges).")
             } catch {
                 serverNote = "failed to start: \(error)"
             }

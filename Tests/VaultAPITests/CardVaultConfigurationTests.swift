@@ -84,6 +84,13 @@ import VaultCore
             "CARDVAULT_TLS_KEY_FILE": "/tls/key.pem",
             "CARDVAULT_TLS_CLIENT_CA_FILE": "/tls/ca.pem",
             "CARDVAULT_METRICS_TOKEN": "prometheus-scrape-token-1",
+            "CARDVAULT_PAGE_VIEWS_PER_MINUTE_PER_ADDRESS": "11",
+            "CARDVAULT_ACS_REQUESTS_PER_MINUTE_PER_ADDRESS": "12",
+            "CARDVAULT_TOKEN_FAILURES_PER_MINUTE_PER_ADDRESS": "13",
+            "CARDVAULT_RATE_LIMIT_TRACKED_ADDRESSES": "4096",
+            "CARDVAULT_HTTP_MAX_CONNECTIONS": "200",
+            "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "20",
+            "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS": "15",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -98,12 +105,19 @@ import VaultCore
             riskFile: "/etc/risk.json",
             checkoutOrigins: ["https://shop.example", "http://localhost:3000"],
             tokenizationsPerMinutePerAddress: 5000,
+            pageViewsPerMinutePerAddress: 11,
+            acsRequestsPerMinutePerAddress: 12,
+            tokenFailuresPerMinutePerAddress: 13,
+            rateLimitTrackedAddresses: 4096,
             http: .init(
                 maxBodyBytes: 4096,
                 maxHeaderBytes: 2048,
                 connectionTimeoutSeconds: 7,
                 threads: 3,
-                shutdownGracePeriodSeconds: 1
+                shutdownGracePeriodSeconds: 1,
+                maxConnections: 200,
+                maxConnectionsPerAddress: 20,
+                requestDeadlineSeconds: 15
             ),
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
             metricsToken: Redacted("prometheus-scrape-token-1")
@@ -129,6 +143,15 @@ import VaultCore
         (#"{"keysDir": 7}"#, "keysDir"),
         (#"{"logLevel": "loud"}"#, "logLevel"),
         (#"{"tokenizationsPerMinutePerAddress": 0}"#, "tokenizationsPerMinutePerAddress"),
+        (#"{"pageViewsPerMinutePerAddress": 0}"#, "pageViewsPerMinutePerAddress"),
+        (#"{"acsRequestsPerMinutePerAddress": -1}"#, "acsRequestsPerMinutePerAddress"),
+        (#"{"tokenFailuresPerMinutePerAddress": "5"}"#, "tokenFailuresPerMinutePerAddress"),
+        (#"{"rateLimitTrackedAddresses": 10}"#, "rateLimitTrackedAddresses"),
+        (#"{"http": {"maxConnections": 1}}"#, "http.maxConnections"),
+        (#"{"http": {"maxConnectionsPerAddress": 0}}"#, "http.maxConnectionsPerAddress"),
+        (#"{"http": {"maxConnectionsPerAddress": 513}}"#, "http.maxConnectionsPerAddress"),
+        (#"{"http": {"maxConnections": 100, "maxConnectionsPerAddress": 64}}"#, "http.maxConnectionsPerAddress"),
+        (#"{"http": {"requestDeadlineSeconds": 0}}"#, "http.requestDeadlineSeconds"),
         (#"{"http": {"maxBodyBytes": 0}}"#, "http.maxBodyBytes"),
         (#"{"http": {"maxHeaderBytes": 100}}"#, "http.maxHeaderBytes"),
         (#"{"http": {"connectionTimeoutSeconds": "30"}}"#, "http.connectionTimeoutSeconds"),
@@ -189,9 +212,13 @@ import VaultCore
         let configuration = CardVaultConfiguration(
             listenHost: "127.0.0.1",
             listenPort: 0,
-            http: .init(maxBodyBytes: 10, maxHeaderBytes: 2048, connectionTimeoutSeconds: 9, threads: 3)
+            http: .init(
+                maxBodyBytes: 10, maxHeaderBytes: 2048, connectionTimeoutSeconds: 9, threads: 3, maxConnections: 300,
+                maxConnectionsPerAddress: 30, requestDeadlineSeconds: 8)
         )
         let server = try configuration.serverConfiguration()
+        #expect(server.maxConnections == 300 && server.maxConnectionsPerAddress == 30)
+        #expect(server.requestDeadlineSeconds == 8)
         #expect(server.host == "127.0.0.1" && server.port == 0)
         #expect(server.maxBodyBytes == 10 && server.maxHeaderBytes == 2048)
         #expect(server.connectionTimeoutSeconds == 9 && server.threads == 3)

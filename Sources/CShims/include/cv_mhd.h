@@ -24,6 +24,8 @@ struct cv_mhd_settings {
     size_t connection_memory_limit;
     /// Maximum concurrent connections; 0 for the default.
     unsigned int connection_limit;
+    /// Maximum concurrent connections from one IP address; 0 for none.
+    unsigned int per_ip_connection_limit;
     /// listen(2) backlog; 0 for the default.
     unsigned int listen_backlog;
     /// PEM texts for TLS (NULL when plain HTTP); `tls_trust_pem` asks clients for a certificate.
@@ -55,6 +57,10 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
 /// The size of the request line plus header fields as received (MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
 /// 0 if unknown.
 size_t cv_mhd_request_header_size(struct MHD_Connection *connection);
+
+/// Sets the connection's idle timeout in seconds (MHD_CONNECTION_OPTION_TIMEOUT); call it from a
+/// callback of that connection only.
+void cv_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds);
 
 /// The port the daemon is bound to (useful after binding port 0); 0 if unknown.
 uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon);
