@@ -17,6 +17,7 @@ public final class HTTPMetrics: Sendable {
 
     private let series = Locked<[SeriesKey: RouteSeries]>([:])
     private let order = Locked<[SeriesKey]>([])
+    private let collectors = Locked<[@Sendable () -> String]>([])
 
     struct SeriesKey: Hashable {
         var method: String
@@ -24,6 +25,13 @@ public final class HTTPMetrics: Sendable {
     }
 
     public init() {}
+
+    /// Adds Prometheus text made by another part of the daemon (the store's key metrics, say),
+    /// rendered after the HTTP series on every scrape. The collector must write complete
+    /// `# HELP`/`# TYPE` blocks ending in a newline, and no secret or identifier as a label value.
+    public func addCollector(_ collector: @escaping @Sendable () -> String) {
+        collectors.withLock { $0.append(collector) }
+    }
 
     /// The counters for `method` on `route`, created on first use. The server looks these up once at
     /// start-up and records into them without any shared lock.
@@ -66,6 +74,7 @@ public final class HTTPMetrics: Sendable {
             text += format(Double(values.sumNanos) / 1e9) + "\n"
             text += "cardvault_http_request_duration_seconds_count{" + base + "} " + String(values.count) + "\n"
         }
+        for collector in collectors.withLock({ $0 }) { text += collector() }
         return text
     }
 

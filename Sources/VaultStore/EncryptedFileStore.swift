@@ -26,6 +26,8 @@ public struct FileStoreOptions: Sendable {
     public var fileSystem: any StorageFileSystem
     public var clock: any WallClock
     public var logger: Logger
+    /// When the current data key is replaced by itself (seal count and age limits).
+    public var keyRotation: KeyRotationPolicy
     /// A group of at least this many writes is indexed later: while the next group syncs, or by
     /// the first reader of the index. Under heavy write load (large groups) this takes the index
     /// update out of the writers' CPU-bound way back; a smaller group is indexed at once, since
@@ -45,7 +47,8 @@ public struct FileStoreOptions: Sendable {
         writeRetryInterval: TimeInterval = 1,
         fileSystem: any StorageFileSystem = SystemFileSystem(),
         clock: any WallClock = SystemClock(),
-        logger: Logger = .disabled
+        logger: Logger = .disabled,
+        keyRotation: KeyRotationPolicy = KeyRotationPolicy()
     ) {
         self.segmentBytes = segmentBytes
         self.preallocationBytes = preallocationBytes
@@ -57,6 +60,7 @@ public struct FileStoreOptions: Sendable {
         self.fileSystem = fileSystem
         self.clock = clock
         self.logger = logger
+        self.keyRotation = keyRotation
     }
 }
 
@@ -140,7 +144,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     public let keyRing: KeyRing
     /// What recovery found when the store was opened.
     public let recovery: RecoveryReport
-    let options: FileStoreOptions
+    public let options: FileStoreOptions
     let fileSystem: any StorageFileSystem
     let segmentsDirectory: String
     private let lock: DataDirectoryLock
@@ -349,7 +353,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         try fileSystem.makeDirectory(directory)
         let lock = try DataDirectoryLock(directory: directory)
         do {
-            let keyRing = try KeyRing.open(dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock)
+            let keyRing = try KeyRing.open(
+                dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock, policy: options.keyRotation)
             return try EncryptedFileStore(directory: directory, keyRing: keyRing, lock: lock, options: options)
         } catch {
             lock.release()
@@ -810,12 +815,43 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         gathering = Group(number: groupNumber)
                     }
                     let firstWrite = gathering.writes.count
-                    // Not `withState`: the last group's index update waits for the next sync.
-                    let (planned, key) = state.withLock { state in
-                        let key = keyRing.currentKey()
-                        return (plan(queue, group: &gathering, key: key.version, in: &state), key)
+                    // Not `withState`: the last group's index update waits for the next sync. The
+                    // seals are reserved for every put queued (refused ones overcount, never under),
+                    // under the lock so that no retire comes between the key and its in-flight count.
+                    let sealsWanted = queue.reduce(0) { total, work in
+                        guard case .writes(let batch, _) = work else { return total }
+                        return total + batch.writes.reduce(0) { count, write in
+                            if case .put = write { return count + 1 }
+                            return count
+                        }
                     }
+                    let reserved = state.withLock { state -> Result<(PlannedGroup, SealReservation), any Error> in
+                        let reservation: SealReservation
+                        do {
+                            reservation = try keyRing.reserveSeals(sealsWanted)
+                        } catch {
+                            return .failure(error)
+                        }
+                        let planned = plan(queue, group: &gathering, key: reservation.version, in: &state)
+                        return .success((planned, reservation))
+                    }
+                    let planned: PlannedGroup
+                    let reservation: SealReservation
+                    switch reserved {
+                    case .failure(let error):
+                        options.logger.error(
+                            "cannot reserve data key seals; writes refused",
+                            ["error": .string(String(describing: error)), "seals": .int(sealsWanted)])
+                        let refusal = StoreError(.unavailable, "cannot reserve data key seals: \(error)")
+                        for work in queue { work.waiter.resume(throwing: refusal) }
+                        if !gathering.writes.isEmpty || !gathering.waiters.isEmpty { group = gathering }
+                        continue
+                    case .success(let made):
+                        (planned, reservation) = made
+                    }
+                    if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
                     for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
+                    let key = (version: reservation.version, key: reservation.key)
                     if seal(planned, into: &gathering, from: firstWrite, key: key) { group = gathering }
                     continue
                 case .write:
