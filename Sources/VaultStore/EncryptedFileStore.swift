@@ -814,45 +814,46 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         groupNumber += 1
                         gathering = Group(number: groupNumber)
                     }
-                    let firstWrite = gathering.writes.count
                     // Not `withState`: the last group's index update waits for the next sync. The
-                    // seals are reserved for every put queued (refused ones overcount, never under),
-                    // under the lock so that no retire comes between the key and its in-flight count.
-                    let sealsWanted = queue.reduce(0) { total, work in
-                        guard case .writes(let batch, _) = work else { return total }
-                        return total + batch.writes.reduce(0) { count, write in
-                            if case .put = write { return count + 1 }
-                            return count
+                    // seals are reserved for every put of a chunk (refused ones overcount, never
+                    // under), under the lock so that no retire comes between the key and its
+                    // in-flight count. A chunk holds at most one data key's seal limit, so a queue
+                    // longer than that spans a rotation instead of failing.
+                    var sealFailed = false
+                    for chunk in Self.sealChunks(queue, limit: keyRing.policy.maximumSeals) {
+                        if sealFailed {
+                            let refusal = StoreError(.unavailable, "cannot seal a record")
+                            for work in chunk.work { work.waiter.resume(throwing: refusal) }
+                            continue
+                        }
+                        let firstWrite = gathering.writes.count
+                        let reserved = state.withLock { state -> Result<(PlannedGroup, SealReservation), any Error> in
+                            let reservation: SealReservation
+                            do {
+                                reservation = try keyRing.reserveSeals(chunk.seals)
+                            } catch {
+                                return .failure(error)
+                            }
+                            return .success((plan(chunk.work, group: &gathering, key: reservation.version, in: &state), reservation))
+                        }
+                        switch reserved {
+                        case .failure(let error):
+                            options.logger.error(
+                                "cannot reserve data key seals; writes refused",
+                                ["error": .string(String(describing: error)), "seals": .int(chunk.seals)])
+                            let refusal =
+                                (error as? KeyRingError)?.code == .sealLimit
+                                ? StoreError(.invalidArgument, "a batch of \(chunk.seals) puts exceeds the seal limit of a data key")
+                                : StoreError(.unavailable, "cannot reserve data key seals: \(error)")
+                            for work in chunk.work { work.waiter.resume(throwing: refusal) }
+                        case .success(let (planned, reservation)):
+                            if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
+                            for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
+                            let key = (version: reservation.version, key: reservation.key)
+                            if !seal(planned, into: &gathering, from: firstWrite, key: key) { sealFailed = true }
                         }
                     }
-                    let reserved = state.withLock { state -> Result<(PlannedGroup, SealReservation), any Error> in
-                        let reservation: SealReservation
-                        do {
-                            reservation = try keyRing.reserveSeals(sealsWanted)
-                        } catch {
-                            return .failure(error)
-                        }
-                        let planned = plan(queue, group: &gathering, key: reservation.version, in: &state)
-                        return .success((planned, reservation))
-                    }
-                    let planned: PlannedGroup
-                    let reservation: SealReservation
-                    switch reserved {
-                    case .failure(let error):
-                        options.logger.error(
-                            "cannot reserve data key seals; writes refused",
-                            ["error": .string(String(describing: error)), "seals": .int(sealsWanted)])
-                        let refusal = StoreError(.unavailable, "cannot reserve data key seals: \(error)")
-                        for work in queue { work.waiter.resume(throwing: refusal) }
-                        if !gathering.writes.isEmpty || !gathering.waiters.isEmpty { group = gathering }
-                        continue
-                    case .success(let made):
-                        (planned, reservation) = made
-                    }
-                    if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
-                    for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
-                    let key = (version: reservation.version, key: reservation.key)
-                    if seal(planned, into: &gathering, from: firstWrite, key: key) { group = gathering }
+                    if !sealFailed { group = gathering }
                     continue
                 case .write:
                     let full = group!
@@ -872,6 +873,29 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             if stop { break }
         }
         flusherDone.signal()
+    }
+
+    /// Splits queued work, in order, into runs of at most `limit` puts (one work alone when it has
+    /// more), with the number of seals each run needs.
+    static func sealChunks(_ queue: [QueuedWork], limit: UInt64) -> [(work: [QueuedWork], seals: Int)] {
+        var chunks: [(work: [QueuedWork], seals: Int)] = []
+        var current: [QueuedWork] = []
+        var seals = 0
+        for work in queue {
+            var puts = 0
+            if case .writes(let batch, _) = work {
+                for write in batch.writes { if case .put = write { puts += 1 } }
+            }
+            if !current.isEmpty && UInt64(seals + puts) > limit {
+                chunks.append((current, seals))
+                current = []
+                seals = 0
+            }
+            current.append(work)
+            seals += puts
+        }
+        if !current.isEmpty { chunks.append((current, seals)) }
+        return chunks
     }
 
     /// Checks the conditions of the queued work in order, under the lock: accepted writes become

@@ -104,6 +104,31 @@ import VaultCrypto
         store.close()
     }
 
+    @Test func aQueueLongerThanTheLimitSpansRotationsAndAnOversizedBatchIsRefused() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(options(seals: 3, block: 1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    for index in 0..<10 { try await store.put("cards", id: "w\(writer)-\(index)", value: [UInt8(index)]) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let status = store.dataKeyStatus()
+        #expect(status.map(\.records).reduce(0, +) == 160)
+        for key in status { #expect(key.key.seals <= 3) }
+        #expect(status.count >= 160 / 3)
+        await #expect(throws: StoreError(.invalidArgument, "")) {
+            try await store.commit((0..<4).map { .put(collection: "cards", id: "big\($0)", value: [1], condition: .absent) })
+        }
+        #expect(try await store.get("cards", id: "big0") == nil)
+        // The store keeps writing after the refusal.
+        try await store.put("cards", id: "after", value: [9])
+        #expect(try await store.get("cards", id: "after")?.value == [9])
+        store.close()
+    }
+
     @Test func keyMetricsNameVersionsSealsAndTheCurrentVersion() async throws {
         let sandbox = try StoreSandbox()
         let clock = ManualClock()
