@@ -338,6 +338,19 @@ public final class KeyRing: Sendable {
         }
     }
 
+    /// Writes the exact seal counts, giving back the unused part of each reservation, so that a clean
+    /// restart does not count seals that were never made (a crash still counts them). The record
+    /// store calls it when it closes; seals reserved later are counted and reserved as usual.
+    public func releaseUnusedSeals() throws {
+        try state.withLock { state in
+            guard state.reserved.contains(where: { $0.value > (state.used[$0.key] ?? 0) }) else { return }
+            var next = state
+            next.reserved = next.used
+            try Self.write(&next, to: ringPath)
+            state = next
+        }
+    }
+
     /// Seals counted per version so far (the same upper bound as ``DataKeyInfo/seals``).
     public var sealCounts: [UInt32: UInt64] { state.withLock { $0.used } }
 

@@ -1216,6 +1216,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let (active, size, allocated) = state.withLock { ($0.active, $0.activeSize, $0.activeAllocated) }
         if size < allocated, (try? active.file.truncate(to: size)) != nil { try? active.file.sync() }
         try? writeCheckpoint(closing: true)
+        // No more seals from the flusher: the keyring keeps the exact counts (a crash overcounts).
+        do {
+            try keyRing.releaseUnusedSeals()
+        } catch {
+            options.logger.warning("cannot write the exact seal counts", ["error": .string(String(describing: error))])
+        }
         state.withLock { $0.closed = true }
         maintenance.withLock { _ in lock.release() }
     }

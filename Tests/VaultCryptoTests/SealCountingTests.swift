@@ -101,6 +101,13 @@ import Glibc
         #expect(again.dataKeys.map(\.seals) == [20, 5])
         try again.rotate()
         #expect(again.dataKeys.map(\.seals) == [20, 5, 0])
+        // A clean close gives back what was reserved but not used.
+        _ = try again.reserveSeals(2)
+        #expect(try persistedSeals(directories) == [1: 20, 2: 5, 3: 5])
+        try again.releaseUnusedSeals()
+        #expect(try persistedSeals(directories) == [1: 20, 2: 5, 3: 2])
+        _ = try again.reserveSeals(1)
+        #expect(try persistedSeals(directories)[3]! >= 3)
     }
 
     @Test func rotatesOnAgeBeforeTheNextSealOnly() throws {
