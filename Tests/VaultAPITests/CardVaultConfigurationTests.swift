@@ -84,6 +84,8 @@ import VaultCore
             "CARDVAULT_TLS_KEY_FILE": "/tls/key.pem",
             "CARDVAULT_TLS_CLIENT_CA_FILE": "/tls/ca.pem",
             "CARDVAULT_METRICS_TOKEN": "prometheus-scrape-token-1",
+            "CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000000",
+            "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "30",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -106,7 +108,8 @@ import VaultCore
                 shutdownGracePeriodSeconds: 1
             ),
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
-            metricsToken: Redacted("prometheus-scrape-token-1")
+            metricsToken: Redacted("prometheus-scrape-token-1"),
+            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30)
         )
         #expect(configuration == expected)
     }
@@ -139,6 +142,10 @@ import VaultCore
         (#"{"tls": {"keyFile": "k.pem"}}"#, "tls.certificateFile"),
         (#"{"tls": {"certificateFile": "c.pem"}}"#, "tls.keyFile"),
         (#"{"tls": {"clientCAFile": "ca.pem"}}"#, "tls.clientCAFile"),
+        (#"{"keys": {"rotateAfterSeals": 0}}"#, "keys.rotateAfterSeals"),
+        (#"{"keys": {"rotateAfterSeals": 4294967297}}"#, "keys.rotateAfterSeals"),
+        (#"{"keys": {"rotateAfterDays": -1}}"#, "keys.rotateAfterDays"),
+        (#"{"keys": {"rotateAfter": 5}}"#, "keys.rotateAfter"),
     ])
     func invalidValuesNameTheirField(json: String, field: String) throws {
         let file = try Self.write(json)
