@@ -373,13 +373,22 @@ extension EncryptedFileStore {
                     done += chunk.count
                     continue
                 }
-                // Counted like any other seal: may rotate on the way (the moved records then land on
-                // the newer key, and the next pass moves whatever is left).
-                let reservation = try keyRing.reserveSeals(sealing)
-                if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
-                let key = (version: reservation.version, key: reservation.key)
+                // Counted like any other seal, reserved for the chunk (in parts of at most one key's
+                // limit): may rotate on the way; the records then land on the newer key, and the next
+                // pass moves whatever the rotation left behind.
+                var unsealed = sealing
+                var grant: (version: UInt32, key: SymmetricKey, left: Int)?
                 for (recordKey, location, segment) in chunk where !failed.contains(recordKey) {
                     guard let segment else { continue }
+                    if grant == nil || grant!.left == 0 {
+                        let count = min(unsealed, Int(clamping: keyRing.policy.maximumSeals))
+                        let reservation = try keyRing.reserveSeals(count)
+                        if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
+                        grant = (reservation.version, reservation.key, count)
+                    }
+                    grant!.left -= 1
+                    unsealed -= 1
+                    let key = (version: grant!.version, key: grant!.key)
                     do {
                         let value = try open(recordKey.collection, recordKey.id, location, in: segment)
                         let aad = withBytes(recordKey.collection) { collection in

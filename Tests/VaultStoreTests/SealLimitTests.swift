@@ -60,6 +60,21 @@ import VaultCrypto
         store.close()
     }
 
+    @Test func rewrapUnderALimitSmallerThanItsChunkStaysWithinTheLimit() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(options(seals: 4, block: 4))
+        for index in 0..<10 { try await store.put("cards", id: "c\(index)", value: [UInt8(index)]) }
+        try store.rotateDataKey()
+        let report = try await store.rewrap()
+        #expect(report.failures.isEmpty)
+        #expect(report.moved > 0)
+        let status = store.dataKeyStatus()
+        for key in status { #expect(key.key.seals <= 4, "version \(key.key.version): \(key.key.seals)") }
+        #expect(report.remaining == 10 - (status.last?.records ?? 0))
+        for index in 0..<10 { #expect(try await store.get("cards", id: "c\(index)")?.value == [UInt8(index)]) }
+        store.close()
+    }
+
     @Test func theCurrentKeyIsReplacedOnAgeAtTheNextWrite() async throws {
         let sandbox = try StoreSandbox()
         let clock = ManualClock()
