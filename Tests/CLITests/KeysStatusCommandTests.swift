@@ -2,13 +2,15 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `cardvault keys status`: seal counts per data key version, automatic rotation at the seal limit,
 /// and counts that survive SIGKILL without ever falling below the seals made.
 @Suite struct KeysStatusCommandTests {
-    private func run(_ arguments: [String], _ sandbox: CLISandbox, environment: [String: String] = [:]) throws -> CLIResult {
+    private func run(_ arguments: [String], _ sandbox: CLISandbox, environment: [String: String] = [:]) throws
+        -> CLIResult
+    {
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { _, new in new }
         return try CLIProcess.run(
@@ -45,7 +47,9 @@ import Glibc
         #expect(versions.compactMap { $0["seals"] as? Int }.reduce(0, +) >= sealed)
         for key in versions { #expect((key["seals"] as? Int ?? .max) <= 50, "\(key)") }
         #expect(versions.compactMap { $0["records"] as? Int }.reduce(0, +) == 120)
-        #expect(versions.map { $0["state"] as? String ?? "" } == Array(repeating: "decrypt-only", count: versions.count - 1) + ["current"])
+        #expect(
+            versions.map { $0["state"] as? String ?? "" } == Array(repeating: "decrypt-only", count: versions.count - 1)
+                + ["current"])
         #expect(versions.last?["current"] as? Bool == true)
         #expect(json["currentVersion"] as? Int == versions.count)
         #expect((versions.first?["ageSeconds"] as? Int).map { $0 >= 0 && $0 < 3600 } == true)
@@ -54,7 +58,8 @@ import Glibc
         #expect(json["rotateAfterDays"] as? Int == 90)
         // The limits come from the configuration, as for `serve`.
         let configured = try status(
-            sandbox, environment: ["CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000", "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "0"])
+            sandbox,
+            environment: ["CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000", "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "0"])
         #expect(configured["rotateAfterSeals"] as? Int == 1000)
         #expect(configured["rotateAfterDays"] is NSNull)
 
@@ -69,7 +74,9 @@ import Glibc
         #expect(currentLine.hasSuffix(" \(last["seals"] as? Int ?? -1)"))
         #expect(currentLine.contains(" 0d "))
         #expect(text.stdout.contains("automatic rotation: after 1073741824 seals per data key, after 90 days"))
-        #expect(text.stdout.contains("current version \(versions.count): \(last["seals"] as? Int ?? -1) of 1073741824 seals used"))
+        #expect(
+            text.stdout.contains(
+                "current version \(versions.count): \(last["seals"] as? Int ?? -1) of 1073741824 seals used"))
         #expect(try run(["keys", "status", "--bogus"], sandbox).status == 64)
     }
 

@@ -2,10 +2,11 @@ import Dispatch
 import Foundation
 import Testing
 import VaultCore
+
 @testable import VaultCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Seal counting and automatic rotation of the keyring (``KeyRing/reserveSeals(_:)``).
@@ -88,7 +89,8 @@ import Glibc
         for _ in 0..<12 { _ = try ring!.reserveSeals(1) }
         ring = nil
         let policy = KeyRotationPolicy(maximumSeals: 20, maximumAge: nil, reservationBlock: 5)
-        let reopened = try KeyRing.open(dataDirectory: directories.data, keysDirectory: directories.keys, policy: policy)
+        let reopened = try KeyRing.open(
+            dataDirectory: directories.data, keysDirectory: directories.keys, policy: policy)
         // 12 used, 15 reserved: the restart counts 15.
         #expect(reopened.dataKeys.map(\.seals) == [15])
         for _ in 0..<5 { #expect(try reopened.reserveSeals(1).version == 1) }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import VaultCore
 import VaultCrypto
+
 @testable import VaultStore
 
 /// Seal counting through the store: every sealed record counts, the key rotates online at the limit
@@ -29,7 +30,9 @@ import VaultCrypto
         // A batch is sealed under one version: four puts do not fit the three left, so they go to version 4.
         try await store.commit((0..<4).map { .put(collection: "cards", id: "b\($0)", value: [1], condition: .absent) })
         #expect(store.dataKeyStatus().map(\.key.seals) == [5, 5, 2, 4])
-        for index in 0..<12 { #expect(try await store.get("cards", id: "c\(index)")?.value == Array("value \(index)".utf8)) }
+        for index in 0..<12 {
+            #expect(try await store.get("cards", id: "c\(index)")?.value == Array("value \(index)".utf8))
+        }
         // Each automatic rotation is logged with versions and counts, never key material.
         let rotations = logs.all.filter { $0.message == "data key rotated automatically" }
         #expect(rotations.count == 3)
@@ -98,7 +101,8 @@ import VaultCrypto
             for writer in 0..<16 {
                 group.addTask {
                     for index in 0..<25 {
-                        try await store.put("cards", id: "w\(writer)-\(index)", value: Array("w\(writer)-\(index)".utf8))
+                        try await store.put(
+                            "cards", id: "w\(writer)-\(index)", value: Array("w\(writer)-\(index)".utf8))
                     }
                 }
             }
@@ -113,7 +117,8 @@ import VaultCrypto
         #expect(status.count >= 10)
         for writer in 0..<16 {
             for index in 0..<25 {
-                #expect(try await store.get("cards", id: "w\(writer)-\(index)")?.value == Array("w\(writer)-\(index)".utf8))
+                #expect(
+                    try await store.get("cards", id: "w\(writer)-\(index)")?.value == Array("w\(writer)-\(index)".utf8))
             }
         }
         store.close()
@@ -125,7 +130,9 @@ import VaultCrypto
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<16 {
                 group.addTask {
-                    for index in 0..<10 { try await store.put("cards", id: "w\(writer)-\(index)", value: [UInt8(index)]) }
+                    for index in 0..<10 {
+                        try await store.put("cards", id: "w\(writer)-\(index)", value: [UInt8(index)])
+                    }
                 }
             }
             try await group.waitForAll()
@@ -135,7 +142,8 @@ import VaultCrypto
         for key in status { #expect(key.key.seals <= 3) }
         #expect(status.count >= 160 / 3)
         await #expect(throws: StoreError(.invalidArgument, "")) {
-            try await store.commit((0..<4).map { .put(collection: "cards", id: "big\($0)", value: [1], condition: .absent) })
+            try await store.commit(
+                (0..<4).map { .put(collection: "cards", id: "big\($0)", value: [1], condition: .absent) })
         }
         #expect(try await store.get("cards", id: "big0") == nil)
         // The store keeps writing after the refusal.
