@@ -24,6 +24,7 @@ public final class HTTPMetrics: Sendable {
     /// Connections refused at a connection limit so far.
     public var connectionsRefused: UInt64 { refusedConnections.load(ordering: .relaxed) }
     private let order = Locked<[SeriesKey]>([])
+    private let collectors = Locked<[@Sendable () -> String]>([])
 
     struct SeriesKey: Hashable {
         var method: String
@@ -31,6 +32,13 @@ public final class HTTPMetrics: Sendable {
     }
 
     public init() {}
+
+    /// Adds Prometheus text made by another part of the daemon (the store's key metrics, say),
+    /// rendered after the HTTP series on every scrape. The collector must write complete
+    /// `# HELP`/`# TYPE` blocks ending in a newline, and no secret or identifier as a label value.
+    public func addCollector(_ collector: @escaping @Sendable () -> String) {
+        collectors.withLock { $0.append(collector) }
+    }
 
     /// The counters for `method` on `route`, created on first use. The server looks these up once at
     /// start-up and records into them without any shared lock.
@@ -77,6 +85,7 @@ public final class HTTPMetrics: Sendable {
         text += "(in all or per address).\n"
         text += "# TYPE cardvault_http_connections_refused_total counter\n"
         text += "cardvault_http_connections_refused_total " + String(connectionsRefused) + "\n"
+        for collector in collectors.withLock({ $0 }) { text += collector() }
         return text
     }
 

@@ -69,6 +69,20 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         }
     }
 
+    /// When the current data key is replaced by itself (see docs/operations.md, "Keys").
+    public struct Keys: Sendable, Equatable {
+        /// AES-GCM seals one data key version makes before a new version takes over (random 96-bit
+        /// nonces: NIST SP 800-38D allows 2^32; default 2^30).
+        public var rotateAfterSeals: Int
+        /// Days after which the current data key version is replaced before its next seal; 0: never.
+        public var rotateAfterDays: Int
+
+        public init(rotateAfterSeals: Int = 1 << 30, rotateAfterDays: Int = 90) {
+            self.rotateAfterSeals = rotateAfterSeals
+            self.rotateAfterDays = rotateAfterDays
+        }
+    }
+
     /// HTTPS: a certificate and key turn it on; a client CA file requires client certificates.
     public struct TLS: Sendable, Equatable {
         public var certificateFile: String?
@@ -119,6 +133,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     /// When set, `GET /metrics` answers only requests with `Authorization: Bearer <token>` (401
     /// otherwise). nil leaves it open, for a daemon bound to loopback or behind a private network.
     public var metricsToken: Redacted<String>?
+    /// Automatic data key rotation.
+    public var keys: Keys
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -137,7 +153,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         rateLimitTrackedAddresses: Int = 65_536,
         http: HTTP = HTTP(),
         tls: TLS = TLS(),
-        metricsToken: Redacted<String>? = nil
+        metricsToken: Redacted<String>? = nil,
+        keys: Keys = Keys()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -156,6 +173,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.http = http
         self.tls = tls
         self.metricsToken = metricsToken
+        self.keys = keys
     }
 
     /// `host:port` (IPv6 hosts in brackets).

@@ -33,7 +33,7 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls"]
+    static let sections: Set<String> = ["http", "tls", "keys"]
 
     static let all: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
@@ -140,6 +140,16 @@ struct ConfigurationField: Sendable {
         ConfigurationField(path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath) {
             config, value in config.tls.clientCAFile = Self.optionalText(value)
         },
+        ConfigurationField(
+            path: "keys.rotateAfterSeals",
+            environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_SEALS",
+            kind: .integer(1...(1 << 32))
+        ) { if case .integer(let value) = $1 { $0.keys.rotateAfterSeals = value } },
+        ConfigurationField(
+            path: "keys.rotateAfterDays",
+            environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_DAYS",
+            kind: .integer(0...36_500)
+        ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
     ]
 
     private static func optionalText(_ value: Value) -> String? {

@@ -261,6 +261,54 @@ extension EncryptedFileStore {
         }
     }
 
+    /// Prometheus text (exposition 0.0.4) about the data keys: seals, records and age per version,
+    /// the current version and the limits. Labels are version numbers and states only.
+    public func keyMetricsText() -> String {
+        let status = dataKeyStatus()
+        let policy = keyRing.policy
+        let now = options.clock.now
+        var text = "# HELP cardvault_data_key_seals AES-GCM seals made under each data key version (upper bound).\n"
+        text += "# TYPE cardvault_data_key_seals gauge\n"
+        for key in status {
+            let state = key.key.retired ? "retired" : key.isCurrent ? "current" : "decrypt-only"
+            text += "cardvault_data_key_seals{version=\"\(key.key.version)\",state=\"\(state)\"} \(key.key.seals)\n"
+        }
+        text += "# HELP cardvault_data_key_records Live records sealed under each data key version.\n"
+        text += "# TYPE cardvault_data_key_records gauge\n"
+        for key in status { text += "cardvault_data_key_records{version=\"\(key.key.version)\"} \(key.records)\n" }
+        text += "# HELP cardvault_data_key_age_seconds Age of each data key version.\n"
+        text += "# TYPE cardvault_data_key_age_seconds gauge\n"
+        for key in status {
+            let age = Int64(max(0, now.timeIntervalSince(key.key.created)))
+            text += "cardvault_data_key_age_seconds{version=\"\(key.key.version)\"} \(age)\n"
+        }
+        text += "# HELP cardvault_data_key_current_version The data key version new records are sealed under.\n"
+        text += "# TYPE cardvault_data_key_current_version gauge\n"
+        text += "cardvault_data_key_current_version \(keyRing.currentVersion)\n"
+        text += "# HELP cardvault_data_key_seal_limit Seals after which the current data key is rotated.\n"
+        text += "# TYPE cardvault_data_key_seal_limit gauge\n"
+        text += "cardvault_data_key_seal_limit \(policy.maximumSeals)\n"
+        if let age = policy.maximumAge {
+            text += "# HELP cardvault_data_key_age_limit_seconds Age after which the current data key is rotated.\n"
+            text += "# TYPE cardvault_data_key_age_limit_seconds gauge\n"
+            text += "cardvault_data_key_age_limit_seconds \(Int64(age))\n"
+        }
+        return text
+    }
+
+    /// Logs a rotation the keyring made by itself while seals were reserved (versions and counts only).
+    func logAutomaticRotation(_ rotation: AutomaticRotation) {
+        options.logger.notice(
+            "data key rotated automatically",
+            [
+                "reason": .string(rotation.reason.rawValue), "previousVersion": .int(Int(rotation.previous.version)),
+                "previousSeals": .int(Int(rotation.previous.seals)),
+                "previousAgeDays": .int(Int(rotation.next.created.timeIntervalSince(rotation.previous.created) / 86_400)),
+                "version": .int(Int(rotation.next.version)),
+                "sealLimit": .int(Int(keyRing.policy.maximumSeals)),
+            ])
+    }
+
     /// Adds a data key version; writes use it from the next one on.
     @discardableResult
     public func rotateDataKey() throws -> DataKeyInfo {
@@ -302,8 +350,7 @@ extension EncryptedFileStore {
                 (state.index.count - (state.index.keyVersionCounts[current] ?? 0), state.index.entries.count)
             }
             if toMove - failed.count <= 0 { break }
-            let key = keyRing.currentKey()
-            guard key.version == current else { continue }
+            guard keyRing.currentVersion == current else { continue }
             var done = 0
             var start = 0
             while start < entryCount {
@@ -321,8 +368,27 @@ extension EncryptedFileStore {
                 }
                 start += 512
                 var relocations: [Relocation] = []
+                let sealing = chunk.filter { !failed.contains($0.0) && $0.2 != nil }.count
+                if sealing == 0 {
+                    done += chunk.count
+                    continue
+                }
+                // Counted like any other seal, reserved for the chunk (in parts of at most one key's
+                // limit): may rotate on the way; the records then land on the newer key, and the next
+                // pass moves whatever the rotation left behind.
+                var unsealed = sealing
+                var grant: (version: UInt32, key: SymmetricKey, left: Int)?
                 for (recordKey, location, segment) in chunk where !failed.contains(recordKey) {
                     guard let segment else { continue }
+                    if grant == nil || grant!.left == 0 {
+                        let count = min(unsealed, Int(clamping: keyRing.policy.maximumSeals))
+                        let reservation = try keyRing.reserveSeals(count)
+                        if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
+                        grant = (reservation.version, reservation.key, count)
+                    }
+                    grant!.left -= 1
+                    unsealed -= 1
+                    let key = (version: grant!.version, key: grant!.key)
                     do {
                         let value = try open(recordKey.collection, recordKey.id, location, in: segment)
                         let aad = withBytes(recordKey.collection) { collection in

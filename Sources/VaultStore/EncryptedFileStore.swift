@@ -26,6 +26,8 @@ public struct FileStoreOptions: Sendable {
     public var fileSystem: any StorageFileSystem
     public var clock: any WallClock
     public var logger: Logger
+    /// When the current data key is replaced by itself (seal count and age limits).
+    public var keyRotation: KeyRotationPolicy
     /// A group of at least this many writes is indexed later: while the next group syncs, or by
     /// the first reader of the index. Under heavy write load (large groups) this takes the index
     /// update out of the writers' CPU-bound way back; a smaller group is indexed at once, since
@@ -45,7 +47,8 @@ public struct FileStoreOptions: Sendable {
         writeRetryInterval: TimeInterval = 1,
         fileSystem: any StorageFileSystem = SystemFileSystem(),
         clock: any WallClock = SystemClock(),
-        logger: Logger = .disabled
+        logger: Logger = .disabled,
+        keyRotation: KeyRotationPolicy = KeyRotationPolicy()
     ) {
         self.segmentBytes = segmentBytes
         self.preallocationBytes = preallocationBytes
@@ -57,6 +60,7 @@ public struct FileStoreOptions: Sendable {
         self.fileSystem = fileSystem
         self.clock = clock
         self.logger = logger
+        self.keyRotation = keyRotation
     }
 }
 
@@ -140,7 +144,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     public let keyRing: KeyRing
     /// What recovery found when the store was opened.
     public let recovery: RecoveryReport
-    let options: FileStoreOptions
+    public let options: FileStoreOptions
     let fileSystem: any StorageFileSystem
     let segmentsDirectory: String
     private let lock: DataDirectoryLock
@@ -349,7 +353,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         try fileSystem.makeDirectory(directory)
         let lock = try DataDirectoryLock(directory: directory)
         do {
-            let keyRing = try KeyRing.open(dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock)
+            let keyRing = try KeyRing.open(
+                dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock, policy: options.keyRotation)
             return try EncryptedFileStore(directory: directory, keyRing: keyRing, lock: lock, options: options)
         } catch {
             lock.release()
@@ -809,14 +814,46 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                         groupNumber += 1
                         gathering = Group(number: groupNumber)
                     }
-                    let firstWrite = gathering.writes.count
-                    // Not `withState`: the last group's index update waits for the next sync.
-                    let (planned, key) = state.withLock { state in
-                        let key = keyRing.currentKey()
-                        return (plan(queue, group: &gathering, key: key.version, in: &state), key)
+                    // Not `withState`: the last group's index update waits for the next sync. The
+                    // seals are reserved for every put of a chunk (refused ones overcount, never
+                    // under), under the lock so that no retire comes between the key and its
+                    // in-flight count. A chunk holds at most one data key's seal limit, so a queue
+                    // longer than that spans a rotation instead of failing.
+                    var sealFailed = false
+                    for chunk in Self.sealChunks(queue, limit: keyRing.policy.maximumSeals) {
+                        if sealFailed {
+                            let refusal = StoreError(.unavailable, "cannot seal a record")
+                            for work in chunk.work { work.waiter.resume(throwing: refusal) }
+                            continue
+                        }
+                        let firstWrite = gathering.writes.count
+                        let reserved = state.withLock { state -> Result<(PlannedGroup, SealReservation), any Error> in
+                            let reservation: SealReservation
+                            do {
+                                reservation = try keyRing.reserveSeals(chunk.seals)
+                            } catch {
+                                return .failure(error)
+                            }
+                            return .success((plan(chunk.work, group: &gathering, key: reservation.version, in: &state), reservation))
+                        }
+                        switch reserved {
+                        case .failure(let error):
+                            options.logger.error(
+                                "cannot reserve data key seals; writes refused",
+                                ["error": .string(String(describing: error)), "seals": .int(chunk.seals)])
+                            let refusal =
+                                (error as? KeyRingError)?.code == .sealLimit
+                                ? StoreError(.invalidArgument, "a batch of \(chunk.seals) puts exceeds the seal limit of a data key")
+                                : StoreError(.unavailable, "cannot reserve data key seals: \(error)")
+                            for work in chunk.work { work.waiter.resume(throwing: refusal) }
+                        case .success(let (planned, reservation)):
+                            if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
+                            for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
+                            let key = (version: reservation.version, key: reservation.key)
+                            if !seal(planned, into: &gathering, from: firstWrite, key: key) { sealFailed = true }
+                        }
                     }
-                    for (waiter, error) in planned.refused { waiter.resume(throwing: error) }
-                    if seal(planned, into: &gathering, from: firstWrite, key: key) { group = gathering }
+                    if !sealFailed { group = gathering }
                     continue
                 case .write:
                     let full = group!
@@ -836,6 +873,29 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             if stop { break }
         }
         flusherDone.signal()
+    }
+
+    /// Splits queued work, in order, into runs of at most `limit` puts (one work alone when it has
+    /// more), with the number of seals each run needs.
+    static func sealChunks(_ queue: [QueuedWork], limit: UInt64) -> [(work: [QueuedWork], seals: Int)] {
+        var chunks: [(work: [QueuedWork], seals: Int)] = []
+        var current: [QueuedWork] = []
+        var seals = 0
+        for work in queue {
+            var puts = 0
+            if case .writes(let batch, _) = work {
+                for write in batch.writes { if case .put = write { puts += 1 } }
+            }
+            if !current.isEmpty && UInt64(seals + puts) > limit {
+                chunks.append((current, seals))
+                current = []
+                seals = 0
+            }
+            current.append(work)
+            seals += puts
+        }
+        if !current.isEmpty { chunks.append((current, seals)) }
+        return chunks
     }
 
     /// Checks the conditions of the queued work in order, under the lock: accepted writes become
@@ -1156,6 +1216,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let (active, size, allocated) = state.withLock { ($0.active, $0.activeSize, $0.activeAllocated) }
         if size < allocated, (try? active.file.truncate(to: size)) != nil { try? active.file.sync() }
         try? writeCheckpoint(closing: true)
+        // No more seals from the flusher: the keyring keeps the exact counts (a crash overcounts).
+        do {
+            try keyRing.releaseUnusedSeals()
+        } catch {
+            options.logger.warning("cannot write the exact seal counts", ["error": .string(String(describing: error))])
+        }
         state.withLock { $0.closed = true }
         maintenance.withLock { _ in lock.release() }
     }

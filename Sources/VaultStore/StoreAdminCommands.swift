@@ -1,8 +1,9 @@
 import Foundation
+import VaultCore
 import VaultCrypto
 
 /// The admin commands of the encrypted store, as used by `cardvault keys` and `cardvault verify`:
-/// `keys.list`, `keys.rotate`, `keys.rotate-master`, `keys.rewrap`, `keys.retire`, `store.verify`,
+/// `keys.list`, `keys.status`, `keys.rotate`, `keys.rotate-master`, `keys.rewrap`, `keys.retire`, `store.verify`,
 /// `store.compact`. The daemon registers them on its admin socket; the CLI runs the same handlers
 /// in-process when it opens the files itself.
 public enum StoreAdminCommands {
@@ -18,6 +19,17 @@ public enum StoreAdminCommands {
     public static func register(_ store: EncryptedFileStore, in handlers: AdminHandlers) {
         handlers.register("keys.list") { _, _ in
             .object(["keys": .array(store.dataKeyStatus().map(describe))])
+        }
+        handlers.register("keys.status") { _, _ in
+            let policy = store.keyRing.policy
+            return .object([
+                "keys": .array(store.dataKeyStatus().map(describe)),
+                "currentVersion": .int(Int(store.keyRing.currentVersion)),
+                "sealLimit": .int(Int(policy.maximumSeals)),
+                "maximumAgeSeconds": policy.maximumAge.map { .int(Int($0)) } ?? .null,
+                "reservationBlock": .int(Int(policy.reservationBlock)),
+                "now": .int(Int(store.options.clock.now.timeIntervalSince1970)),
+            ])
         }
         handlers.register("keys.rotate") { _, _ in
             let info = try store.rotateDataKey()
@@ -67,6 +79,7 @@ public enum StoreAdminCommands {
             "version": .int(Int(status.key.version)),
             "created": .int(Int(status.key.created.timeIntervalSince1970)),
             "records": .int(status.records),
+            "seals": .int(Int(clamping: status.key.seals)),
             "retired": .bool(status.key.retired),
             "current": .bool(status.isCurrent),
         ])

@@ -11,7 +11,7 @@ import Glibc
 /// `cardvault keys`: create the master key, list, rotate, re-wrap and retire data keys.
 enum KeysCommand: Command {
     static let name = "keys"
-    static let summary = "manage encryption keys: init, list, rotate, rotate-master, rewrap, retire"
+    static let summary = "manage encryption keys: init, list, status, rotate, rotate-master, rewrap, retire"
     static let help = """
         usage: cardvault keys <action> [--data-dir DIR] [--keys-dir DIR] [--config FILE]
 
@@ -19,6 +19,9 @@ enum KeysCommand: Command {
           init               create the master key <keys-dir>/master.key (32 random bytes, mode 0600)
                              unless it exists
           list               data key versions: creation time, records sealed under each, state
+          status [--json]    data key versions with state, records, AES-GCM seals made under each
+                             (an upper bound) and age, and the automatic rotation limits
+                             (keys.rotateAfterSeals, keys.rotateAfterDays)
           rotate             add a data key version; new writes use it at once, old ones still decrypt
           rotate-master      re-wrap every data key under a new master key (replaces master.key)
           rewrap             move every record to the newest data key (resumable, idempotent)
@@ -49,6 +52,13 @@ enum KeysCommand: Command {
             try arguments.finish()
             let result = try access.call("keys.list")
             print(table(result["keys"]?.arrayValue ?? []))
+            return 0
+        case "status":
+            let json = arguments.flag("--json")
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let result = try access.call("keys.status")
+            print(json ? statusJSON(result) : statusText(result))
             return 0
         case "rotate":
             let access = try StoreAccess.parse(&arguments)
@@ -99,6 +109,68 @@ enum KeysCommand: Command {
                     + pad(String(key["records"]?.intValue ?? 0), 10) + state)
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `keys status --json`: one object, `keys` oldest first.
+    private static func statusJSON(_ result: AdminValue) -> String {
+        let now = result["now"]?.intValue ?? 0
+        let keys: [AdminValue] = (result["keys"]?.arrayValue ?? []).map { key in
+            let created = key["created"]?.intValue ?? 0
+            return .object([
+                "version": key["version"] ?? .null,
+                "state": .string(state(key)),
+                "current": key["current"] ?? .bool(false),
+                "retired": key["retired"] ?? .bool(false),
+                "created": .string(iso8601(created)),
+                "ageSeconds": .int(max(0, now - created)),
+                "records": key["records"] ?? .int(0),
+                "seals": key["seals"] ?? .int(0),
+            ])
+        }
+        let object = AdminValue.object([
+            "keys": .array(keys),
+            "currentVersion": result["currentVersion"] ?? .null,
+            "rotateAfterSeals": result["sealLimit"] ?? .null,
+            "rotateAfterDays": result["maximumAgeSeconds"]?.intValue.map { .int($0 / 86_400) } ?? .null,
+        ])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return (try? encoder.encode(object)).flatMap { String(data: $0, encoding: .utf8) } ?? "{}"
+    }
+
+    /// `keys status`: a table, then the limits and how close the current version is to them.
+    private static func statusText(_ result: AdminValue) -> String {
+        let now = result["now"]?.intValue ?? 0
+        let limit = result["sealLimit"]?.intValue ?? 0
+        var lines = [
+            pad("VERSION", 9) + pad("STATE", 14) + pad("CREATED", 22) + pad("AGE", 8) + pad("RECORDS", 10) + "SEALS"
+        ]
+        for key in result["keys"]?.arrayValue ?? [] {
+            let created = key["created"]?.intValue ?? 0
+            lines.append(
+                pad(String(key["version"]?.intValue ?? 0), 9) + pad(state(key), 14) + pad(iso8601(created), 22)
+                    + pad(String(max(0, now - created) / 86_400) + "d", 8) + pad(String(key["records"]?.intValue ?? 0), 10)
+                    + String(key["seals"]?.intValue ?? 0))
+        }
+        let days = result["maximumAgeSeconds"]?.intValue.map { "after \($0 / 86_400) days" } ?? "never by age"
+        lines.append("")
+        lines.append("automatic rotation: after \(limit) seals per data key, \(days)")
+        if let current = (result["keys"]?.arrayValue ?? []).first(where: { $0["current"] == .bool(true) }) {
+            let seals = current["seals"]?.intValue ?? 0
+            let share = limit > 0 ? Double(seals) * 100 / Double(limit) : 0
+            lines.append(
+                "current version \(current["version"]?.intValue ?? 0): \(seals) of \(limit) seals used ("
+                    + String(format: "%.2f", share) + "%)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func state(_ key: AdminValue) -> String {
+        key["retired"] == .bool(true) ? "retired" : key["current"] == .bool(true) ? "current" : "decrypt-only"
+    }
+
+    private static func iso8601(_ seconds: Int) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
     private static func pad(_ text: String, _ width: Int) -> String {

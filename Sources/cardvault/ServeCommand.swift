@@ -79,7 +79,11 @@ enum ServeCommand: Command {
             services = try MangopayDaemon.services(
                 configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
             let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
-            server = try CardVaultApplication(configuration: configuration, logger: logger, routeGroups: groups).makeServer()
+            let metrics = HTTPMetrics()
+            metrics.addCollector { store.keyMetricsText() }
+            server = try CardVaultApplication(
+                configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
+            ).makeServer()
         } catch let error as ConfigurationError {
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
         }
@@ -151,6 +155,7 @@ enum ServeCommand: Command {
             }
             var options = FileStoreOptions()
             options.logger = logger
+            options.keyRotation = configuration.keys.rotationPolicy
             return try EncryptedFileStore.open(
                 directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
         } catch let error as StoreError {
@@ -164,4 +169,14 @@ enum ServeCommand: Command {
 /// Carries the server task's failure back to the command.
 private final class ServeOutcome: @unchecked Sendable {
     var failure: String?
+}
+
+extension CardVaultConfiguration.Keys {
+    /// The keyring's rotation limits from `keys.rotateAfterSeals` and `keys.rotateAfterDays`.
+    var rotationPolicy: KeyRotationPolicy {
+        let seals = UInt64(max(rotateAfterSeals, 1))
+        return KeyRotationPolicy(
+            maximumSeals: seals, maximumAge: rotateAfterDays > 0 ? TimeInterval(rotateAfterDays) * 86_400 : nil,
+            reservationBlock: min(KeyRotationPolicy.defaultReservationBlock, seals))
+    }
 }

@@ -9,6 +9,8 @@ import VaultStore
 struct StoreAccess {
     var dataDirectory: String
     var keysDirectory: String
+    /// The rotation limits the files are opened with when no daemon runs (the configuration's).
+    var keyRotation = KeyRotationPolicy()
 
     /// Takes `--config`, `--data-dir` and `--keys-dir`; the directories not given come from the
     /// configuration the daemon reads (file, then `CARDVAULT_DATA_DIR` and `CARDVAULT_KEYS_DIR`).
@@ -16,10 +18,15 @@ struct StoreAccess {
         let explicitFile = try arguments.option("--config")
         let data = try arguments.option("--data-dir")
         let keys = try arguments.option("--keys-dir")
-        if let data, let keys { return StoreAccess(dataDirectory: data, keysDirectory: keys) }
+        if let data, let keys {
+            // Both directories given: the configuration only lends its key rotation limits, if it loads.
+            let keyRotation = (try? CommandConfiguration.load(explicitFile: explicitFile))?.keys.rotationPolicy
+            return StoreAccess(dataDirectory: data, keysDirectory: keys, keyRotation: keyRotation ?? KeyRotationPolicy())
+        }
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         return StoreAccess(
-            dataDirectory: data ?? configuration.dataDirectory, keysDirectory: keys ?? configuration.keysDirectory)
+            dataDirectory: data ?? configuration.dataDirectory, keysDirectory: keys ?? configuration.keysDirectory,
+            keyRotation: configuration.keys.rotationPolicy)
     }
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
@@ -31,7 +38,9 @@ struct StoreAccess {
             if AdminClient.isServing(path: socket) {
                 return try AdminClient(path: socket).call(command, arguments: arguments, progress: progress)
             }
-            let store = try EncryptedFileStore.open(directory: dataDirectory, keysDirectory: keysDirectory)
+            var options = FileStoreOptions()
+            options.keyRotation = keyRotation
+            let store = try EncryptedFileStore.open(directory: dataDirectory, keysDirectory: keysDirectory, options: options)
             defer { store.close() }
             let handlers = AdminHandlers()
             StoreAdminCommands.register(store, in: handlers)

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 #if canImport(Glibc)
@@ -11,9 +12,11 @@ import Glibc
 /// process so that tests can kill it with SIGKILL or talk to it over the admin socket.
 ///
 ///     store-exercise write --data-dir D --keys-dir K [--acked FILE] [--writers N] [--count N]
+///                          [--rotate-after-seals N]
 ///         Checks every record listed in FILE ("id version" lines) reads back intact, prints
 ///         "verified N", then writes records forever (or N of them, then closes cleanly),
-///         printing "ack ID VERSION" after each acknowledged write.
+///         printing "ack ID VERSION" after each acknowledged write. With --rotate-after-seals the
+///         data key rotates after N seals (reserved 64 at a time), for tests of the seal counts.
 ///     store-exercise serve --data-dir D --keys-dir K [--no-admin]
 ///         Opens the store, answers on the admin socket, keeps a client load of writes and reads
 ///         running until stdin closes, then prints "operations N failures M".
@@ -32,8 +35,12 @@ enum StoreExerciseCommand: Command {
             let acked = try arguments.option("--acked")
             let writers = Int(try arguments.option("--writers") ?? "8") ?? 8
             let count = try arguments.option("--count").flatMap { Int($0) }
+            var options = options
+            if let seals = try arguments.option("--rotate-after-seals").flatMap({ UInt64($0) }) {
+                options.keyRotation = KeyRotationPolicy(maximumSeals: seals, maximumAge: nil, reservationBlock: 64)
+            }
             try arguments.finish()
-            return try write(data: data, keys: keys, acked: acked, writers: writers, count: count)
+            return try write(data: data, keys: keys, acked: acked, writers: writers, count: count, options: options)
         case "serve":
             let admin = !arguments.flag("--no-admin")
             try arguments.finish()
@@ -72,7 +79,9 @@ enum StoreExerciseCommand: Command {
         }
     }
 
-    private static func write(data: String, keys: String, acked: String?, writers: Int, count: Int?) throws -> Int32 {
+    private static func write(
+        data: String, keys: String, acked: String?, writers: Int, count: Int?, options: FileStoreOptions
+    ) throws -> Int32 {
         let store = try EncryptedFileStore.open(directory: data, keysDirectory: keys, options: options)
         var expected: [(String, UInt64)] = []
         if let acked, let text = try? String(contentsOfFile: acked, encoding: .utf8) {

@@ -102,7 +102,8 @@ final class LiveDaemon {
     ).path
     var keysDirectory: String { dataDirectory + "-keys" }
 
-    init() throws {
+    /// `environment` adds to (or overrides) the daemon's `CARDVAULT_…` variables.
+    init(environment extra: [String: String] = [:]) throws {
         process.executableURL = CLIProcess.binary
         let config = FileManager.default.temporaryDirectory.appendingPathComponent(
             "cardvault-\(UUID().uuidString).json")
@@ -112,6 +113,7 @@ final class LiveDaemon {
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
         environment["CARDVAULT_DATA_DIR"] = dataDirectory
         environment["CARDVAULT_KEYS_DIR"] = keysDirectory
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

@@ -91,6 +91,8 @@ import VaultCore
             "CARDVAULT_HTTP_MAX_CONNECTIONS": "200",
             "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "20",
             "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS": "15",
+            "CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000000",
+            "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "30",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -120,7 +122,8 @@ import VaultCore
                 requestDeadlineSeconds: 15
             ),
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
-            metricsToken: Redacted("prometheus-scrape-token-1")
+            metricsToken: Redacted("prometheus-scrape-token-1"),
+            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30)
         )
         #expect(configuration == expected)
     }
@@ -162,6 +165,10 @@ import VaultCore
         (#"{"tls": {"keyFile": "k.pem"}}"#, "tls.certificateFile"),
         (#"{"tls": {"certificateFile": "c.pem"}}"#, "tls.keyFile"),
         (#"{"tls": {"clientCAFile": "ca.pem"}}"#, "tls.clientCAFile"),
+        (#"{"keys": {"rotateAfterSeals": 0}}"#, "keys.rotateAfterSeals"),
+        (#"{"keys": {"rotateAfterSeals": 4294967297}}"#, "keys.rotateAfterSeals"),
+        (#"{"keys": {"rotateAfterDays": -1}}"#, "keys.rotateAfterDays"),
+        (#"{"keys": {"rotateAfter": 5}}"#, "keys.rotateAfter"),
     ])
     func invalidValuesNameTheirField(json: String, field: String) throws {
         let file = try Self.write(json)
