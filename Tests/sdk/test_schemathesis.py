@@ -62,7 +62,9 @@ def test_every_route_is_in_the_document():
 _EVENT = re.compile(
     r'let (?P<let>\w+) = (?P<value>[^\n]+)'
     r'|for \(?(?P<var>\w+)(?:, \w+)?\)? in \[(?P<list>[^\]]*)\]'
-    r'|router\.(?P<call>get|put|post|delete|add\(\.options,|addImmediate\(\.get,)\(?\s*(?P<expr>[^{\n]*?)\)?\s*\{')
+    r'|router\.(?P<call>get|put|post|delete|add\(\.options,|addImmediate\(\.get,)\(?\s*(?P<expr>[^{\n]*?)\)?\s*\{'
+    # A group's own registering helper, e.g. the rate-limited `page(.get, "/srci/…") { … }`.
+    r'|\bpage\(\.(?P<helper>get|put|post|delete|options), (?P<helperexpr>[^{\n]*?)\)\s*\{')
 
 
 def _registered_routes(text):
@@ -77,6 +79,9 @@ def _registered_routes(text):
             # The first string of each element: `["a", "b"]` or `[("", false), ("/sca", true)]`.
             items = re.findall(r'(?:^|[\[(,]\s*)\(?\s*("(?:[^"]*)"(?:\s*\+\s*"[^"]*")*|\w+ \+ "[^"]*")', event["list"])
             values[event["var"]] = sorted({path for item in items for path in _evaluate(item, values)})
+        elif event["helper"]:
+            expression = event["helperexpr"].strip().rstrip(",").strip()
+            routes += [(event["helper"].upper(), path) for path in _evaluate(expression, values)]
         else:
             method = {"add(.options,": "OPTIONS", "addImmediate(.get,": "GET"}.get(event["call"], event["call"].upper())
             expression = event["expr"].strip().rstrip(",").strip()
