@@ -84,6 +84,9 @@ struct FieldRules {
         var text = String(value.prefix(40))
         var run = 0
         for byte in text.utf8 {
+            // Separators do not end a run, so a dotted or spaced card number (`4970.1073.6205.4174`) is hidden
+            // too, as request ids treat it.
+            if byte == 0x20 || byte == 0x2D || byte == 0x2E || byte == 0x5F { continue }
             run = (byte >= 0x30 && byte <= 0x39) ? run + 1 : 0
             if run >= 6 {
                 text = "(hidden)"

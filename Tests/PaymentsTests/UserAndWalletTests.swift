@@ -31,6 +31,12 @@ import VaultCore
         #expect(FieldRules.isEmail(address) == valid)
     }
 
+    @Test(arguments: ["4970107111111119", "4970.1073.6205.4174", "4970 1071 1111 1119", "4970-1071-1111-1119"])
+    func quotedValuesHideCardNumbersWithOrWithoutSeparators(value: String) {
+        #expect(FieldRules.quote(value) == "'(hidden)'")
+        #expect(FieldRules.quote("EURO") == "'EURO'")
+    }
+
     @Test func ownersNeedBirthdayNationalityResidenceAndTerms() async throws {
         let fixture = PaymentsFixture()
         var fields = UserFields()
