@@ -28,6 +28,11 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "CShims",
             dependencies: ["COpenSSL", "CMicroHTTPD"],
@@ -42,6 +47,10 @@ let package = Package(
         .target(name: "VaultCrypto", dependencies: ["COpenSSL", "CShims", "VaultCore"], swiftSettings: swiftSettings),
         .target(name: "CardKit", swiftSettings: swiftSettings),
         .target(name: "VaultStore", dependencies: ["CShims", "VaultCrypto", "VaultCore"], swiftSettings: swiftSettings),
+        // The PostgreSQL record store (libpq), beside the file store; chosen by `databaseURL`.
+        .target(
+            name: "VaultStorePostgres", dependencies: ["CLibPQ", "VaultStore", "VaultCrypto", "VaultCore"],
+            swiftSettings: swiftSettings),
         .target(
             name: "Payments",
             dependencies: ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"],
@@ -53,7 +62,10 @@ let package = Package(
         // Executables.
         .executableTarget(
             name: "cardvault",
-            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore"],
+            dependencies: [
+                "VaultAPI", "Payments", "VaultStore", "VaultStorePostgres", "VaultCrypto", "CardKit", "HTTPServer",
+                "VaultCore",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -71,7 +83,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "CardKitTests", dependencies: ["CardKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "VaultStoreTests", dependencies: ["VaultStore", "VaultStorePostgres", "VaultCrypto", "VaultCore"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "PaymentsTests", dependencies: ["Payments", "CardKit", "VaultStore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "VaultCore"], swiftSettings: swiftSettings),
         .testTarget(name: "VaultAPITests", dependencies: ["VaultAPI", "HTTPServer", "Payments"], swiftSettings: swiftSettings),

@@ -1,0 +1,431 @@
+import Foundation
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+/// The data keys of a PostgreSQL store, kept in the database, wrapped under the master key (KEK) that
+/// stays a file on each daemon host (`<keys>/master.key`, the same on every host).
+///
+/// Every daemon holds the unwrapped keys in memory and reloads them when the keyring's generation
+/// changes: a poll every ``PostgresStoreOptions/keyRefreshInterval`` (250 ms), a write refused by
+/// `cardvault_commit` as sealed under a stale version, or a read of a version it does not know yet.
+/// Seals are counted in the database in reserved blocks (an upper bound, as in the file keyring), and
+/// the version is replaced when it reaches the ``KeyRotationPolicy`` limits, by whichever daemon gets
+/// there first (the others see the new current version on their next write).
+public final class DatabaseKeyRing: Sendable {
+    public let fingerprintKeys: DerivedFingerprintKeys
+    public let policy: KeyRotationPolicy
+    public let keysDirectory: String
+    private let clock: any WallClock
+
+    struct State {
+        var kek: SymmetricKey
+        var keys: [UInt32: SymmetricKey] = [:]
+        var infos: [DataKeyInfo] = []
+        var current: UInt32 = 0
+        var generation: Int64 = 0
+        /// Seals this daemon reserved in the database and has not used yet, per version.
+        var unused: [UInt32: UInt64] = [:]
+    }
+
+    let state: Locked<State>
+
+    private init(keysDirectory: String, state: State, secret: SymmetricKey, policy: KeyRotationPolicy, clock: any WallClock) {
+        self.keysDirectory = keysDirectory
+        self.state = Locked(state)
+        self.fingerprintKeys = DerivedFingerprintKeys(secret: secret)
+        self.policy = policy
+        self.clock = clock
+    }
+
+    static let fingerprintLabel = Array("cardvault fingerprint secret v1".utf8)
+    static func dekLabel(_ version: UInt32) -> [UInt8] { Array("cardvault data key v\(version)".utf8) }
+    static func kekCheck(_ kek: SymmetricKey) -> [UInt8] {
+        Array(HMACSHA256.authenticationCode(for: Array("cardvault master key check v1".utf8), using: kek).prefix(16))
+    }
+
+    static func readMasterKey(_ keysDirectory: String) throws -> SymmetricKey {
+        let path = KeyRing.masterKeyPath(keysDirectory)
+        let bytes: SecureBytes
+        do {
+            bytes = try KeyFile.readSecret(path)
+        } catch let error as KeyRingError where error.code == .missing {
+            throw KeyRingError(.missing, "master key \(path) does not exist; create it with `cardvault keys init`")
+        }
+        guard bytes.count == KeyFile.masterKeySize else {
+            throw KeyRingError(.invalidMasterKey, "master key \(path) must hold exactly 32 bytes")
+        }
+        return SymmetricKey(bytes)
+    }
+
+    static func wrap(_ key: SymmetricKey, kek: SymmetricKey, label: [UInt8]) throws -> [UInt8] {
+        try key.withUnsafeBytes { try AESGCM.seal($0, using: kek, authenticating: label) }
+    }
+
+    static func unwrap(_ sealed: [UInt8], kek: SymmetricKey, label: [UInt8]) throws -> SymmetricKey {
+        do {
+            return SymmetricKey(try AESGCM.open(sealed, using: kek, authenticating: label))
+        } catch {
+            throw KeyRingError(.damaged, "the database holds a data key that fails authentication under this master key")
+        }
+    }
+
+    /// Opens the keyring on `connection`, creating it (version 1 and a fingerprint secret) when the
+    /// database has none; two daemons creating it at once end up with the same one.
+    static func open(
+        on connection: PostgresConnection, keysDirectory: String, policy: KeyRotationPolicy, clock: any WallClock
+    ) throws -> DatabaseKeyRing {
+        let kek = try readMasterKey(keysDirectory)
+        var rows = try connection.execute("SELECT 1 FROM cardvault_keyring")
+        if rows.rows.isEmpty {
+            let dek = SymmetricKey.random()
+            let secret = SymmetricKey.random()
+            try connection.prepare(
+                "cv_keyring_create",
+                """
+                WITH ring AS (
+                    INSERT INTO cardvault_keyring (kek_check, fingerprint_secret, current_version) VALUES ($1, $2, 1)
+                    ON CONFLICT DO NOTHING RETURNING 1
+                )
+                INSERT INTO cardvault_data_keys (version, created, wrapped) SELECT 1, $3, $4 FROM ring
+                """)
+            _ = try connection.run(
+                "cv_keyring_create",
+                [
+                    .bytes(kekCheck(kek)), .bytes(try wrap(secret, kek: kek, label: fingerprintLabel)),
+                    .int64(Int64(clock.now.timeIntervalSince1970)), .bytes(try wrap(dek, kek: kek, label: dekLabel(1))),
+                ])
+            rows = try connection.execute("SELECT 1 FROM cardvault_keyring")
+        }
+        let ring = try connection.execute("SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring")
+        guard let checkHex = ring.text(0, 0), let secretHex = ring.text(0, 1), let check = hexBytes(checkHex),
+            let wrappedSecret = hexBytes(secretHex)
+        else { throw KeyRingError(.damaged, "the database keyring cannot be read") }
+        guard ConstantTime.equals(kekCheck(kek), check) else {
+            throw KeyRingError(
+                .wrongMasterKey,
+                "\(KeyRing.masterKeyPath(keysDirectory)) is not the master key of this database (every daemon host "
+                    + "needs the same master.key)")
+        }
+        let secret = try unwrap(wrappedSecret, kek: kek, label: fingerprintLabel)
+        let keyRing = DatabaseKeyRing(
+            keysDirectory: keysDirectory, state: State(kek: kek), secret: secret, policy: policy, clock: clock)
+        try keyRing.reload(on: connection)
+        return keyRing
+    }
+
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8?
+        for character in text.utf8 {
+            let nibble: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if let value = high {
+                bytes.append(value << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return high == nil ? bytes : nil
+    }
+
+    static let generationStatement = PostgresStatement(
+        name: "cv_key_generation", sql: "SELECT generation FROM cardvault_keyring")
+    static let keysStatement = PostgresStatement(
+        name: "cv_keys",
+        sql: """
+            SELECT r.current_version, r.generation, r.kek_check, k.version, k.created, k.wrapped, k.seals
+            FROM cardvault_keyring r CROSS JOIN cardvault_data_keys k ORDER BY k.version
+            """)
+
+    /// The keyring's generation (bumped by every key change).
+    var generation: Int64 { state.withLock { $0.generation } }
+
+    /// Reads the keyring again; unwraps versions it did not know, drops retired ones.
+    func reload(on connection: PostgresConnection) throws {
+        try connection.prepare(Self.keysStatement.name, Self.keysStatement.sql)
+        try apply(try connection.run(Self.keysStatement.name, []))
+    }
+
+    /// Applies the rows of ``keysStatement``.
+    func apply(_ rows: PostgresRows) throws {
+        guard !rows.rows.isEmpty, let current = rows.int64(0, 0), let generation = rows.int64(0, 1) else {
+            throw KeyRingError(.damaged, "the database keyring holds no data key")
+        }
+        try state.withLock { state in
+            if state.generation == generation && !state.keys.isEmpty { return }
+            guard let check = rows.bytes(0, 2), ConstantTime.equals(Self.kekCheck(state.kek), check) else {
+                throw KeyRingError(
+                    .wrongMasterKey,
+                    "the database keyring is under another master key now (rotated on another host); copy its "
+                        + "master.key here and restart")
+            }
+            var keys: [UInt32: SymmetricKey] = [:]
+            var infos: [DataKeyInfo] = []
+            for row in rows.rows.indices {
+                guard let versionValue = rows.int64(row, 3), let created = rows.int64(row, 4), let seals = rows.int64(row, 6),
+                    let version = UInt32(exactly: versionValue)
+                else { continue }
+                let wrapped = rows.bytes(row, 5)
+                if let wrapped {
+                    keys[version] = try state.keys[version] ?? Self.unwrap(wrapped, kek: state.kek, label: Self.dekLabel(version))
+                }
+                infos.append(
+                    DataKeyInfo(
+                        version: version, created: Date(timeIntervalSince1970: TimeInterval(created)), retired: wrapped == nil,
+                        seals: UInt64(max(0, seals))))
+            }
+            guard let currentVersion = UInt32(exactly: current), keys[currentVersion] != nil else {
+                throw KeyRingError(.damaged, "the database keyring's current data key is missing")
+            }
+            state.keys = keys
+            state.infos = infos
+            state.current = currentVersion
+            state.generation = generation
+            state.unused = state.unused.filter { keys[$0.key] != nil }
+        }
+    }
+
+    /// The current data key version.
+    public var currentVersion: UInt32 { state.withLock { $0.current } }
+
+    /// Every data key version, oldest first, with the seals reserved under it (an upper bound).
+    public var dataKeys: [DataKeyInfo] { state.withLock { $0.infos } }
+
+    /// The key of `version`, or nil when unknown or retired.
+    func key(version: UInt32) -> SymmetricKey? { state.withLock { $0.keys[version] } }
+
+    /// What ``reserveSeals(_:pool:)`` needs from the database, if anything.
+    private enum Need {
+        case granted(version: UInt32, key: SymmetricKey)
+        case reserve(version: UInt32, rotate: AutomaticRotationReason?)
+    }
+
+    /// Grants `count` seals under the current version, reserving a block in the database when this
+    /// daemon's share is used up, and replacing the version when it reaches its seal or age limit.
+    func reserveSeals(_ count: Int, pool: PostgresPool, logger: Logger) async throws -> (version: UInt32, key: SymmetricKey) {
+        let wanted = UInt64(max(count, 0))
+        guard wanted <= policy.maximumSeals else {
+            throw KeyRingError(.sealLimit, "\(wanted) seals at once exceed the limit of \(policy.maximumSeals) per data key")
+        }
+        for _ in 0..<8 {
+            let now = clock.now
+            let need = state.withLock { state -> Need in
+                let version = state.current
+                let info = state.infos.first { $0.version == version }
+                if let age = policy.maximumAge, let info, now.timeIntervalSince(info.created) >= age {
+                    return .reserve(version: version, rotate: .age)
+                }
+                let unused = state.unused[version] ?? 0
+                if unused >= wanted, let key = state.keys[version] {
+                    state.unused[version] = unused - wanted
+                    return .granted(version: version, key: key)
+                }
+                return .reserve(version: version, rotate: nil)
+            }
+            switch need {
+            case .granted(let version, let key):
+                return (version, key)
+            case .reserve(let version, let rotate):
+                let block = max(min(policy.reservationBlock, policy.maximumSeals), wanted)
+                if let rotate {
+                    try await self.rotate(pool: pool, expectedCurrent: version, reason: rotate, logger: logger)
+                    continue
+                }
+                let policy = policy
+                let rows = try await pool.session { connection in
+                    try connection.prepare(
+                        "cv_reserve",
+                        """
+                        UPDATE cardvault_data_keys SET seals = seals + $2
+                        WHERE version = $1 AND wrapped IS NOT NULL AND seals + $2 <= $3 RETURNING seals
+                        """)
+                    return try connection.run(
+                        "cv_reserve", [.int32(Int32(bitPattern: version)), .int64(Int64(block)), .int64(Int64(policy.maximumSeals))])
+                }
+                if rows.rows.isEmpty {
+                    // The version is full (or retired, or replaced): a new one takes over.
+                    try await self.rotate(pool: pool, expectedCurrent: version, reason: .seals, logger: logger)
+                    continue
+                }
+                state.withLock { state in
+                    state.unused[version, default: 0] += block
+                    if let index = state.infos.firstIndex(where: { $0.version == version }), let seals = rows.int64(0, 0) {
+                        state.infos[index].seals = UInt64(max(0, seals))
+                    }
+                }
+            }
+        }
+        throw StoreError(.unavailable, "cannot reserve seals under the current data key")
+    }
+
+    /// Gives back the seals reserved and unused (on close), so the counts stay close to the seals made.
+    func releaseUnusedSeals(on connection: PostgresConnection) {
+        let unused = state.withLock { state -> [UInt32: UInt64] in
+            defer { state.unused = [:] }
+            return state.unused
+        }
+        for (version, count) in unused where count > 0 {
+            _ = try? connection.execute(
+                "UPDATE cardvault_data_keys SET seals = greatest(0, seals - \(count)) WHERE version = \(version)")
+        }
+    }
+
+    /// Reloads the keyring through the pool.
+    func refresh(pool: PostgresPool) async throws {
+        try apply(try await pool.run(Self.keysStatement, []))
+    }
+
+    /// Adds a data key version and makes it current, unless `expectedCurrent` is given and no longer current
+    /// (another daemon rotated first). Every daemon sees it on its next write (``cardvault_commit`` refuses
+    /// seals under the old version) or within the refresh interval.
+    @discardableResult
+    func rotate(
+        pool: PostgresPool, expectedCurrent: UInt32? = nil, reason: AutomaticRotationReason? = nil, logger: Logger
+    ) async throws -> DataKeyInfo {
+        let kek = state.withLock { $0.kek }
+        let kekCheck = Self.kekCheck(kek)
+        let created = Int64(clock.now.timeIntervalSince1970)
+        let dek = SymmetricKey.random()
+        let rows = try await pool.session { connection in
+            try connection.execute("BEGIN")
+            do {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.keyLock))")
+                let ring = try connection.execute(
+                    "SELECT current_version, encode(kek_check, 'hex') FROM cardvault_keyring FOR UPDATE")
+                guard let currentText = ring.text(0, 0), let current = UInt32(currentText) else {
+                    throw KeyRingError(.damaged, "the database keyring cannot be read")
+                }
+                guard ring.text(0, 1).flatMap(Self.hexBytes) == kekCheck else {
+                    throw KeyRingError(.wrongMasterKey, "the database keyring is under another master key")
+                }
+                if let expectedCurrent, expectedCurrent != current {
+                    try connection.execute("COMMIT")
+                    return PostgresRows(rows: [], affected: 0)
+                }
+                let top = try connection.execute("SELECT max(version) FROM cardvault_data_keys")
+                let version = (top.text(0, 0).flatMap { UInt32($0) } ?? 0) + 1
+                let wrapped = try Self.wrap(dek, kek: kek, label: Self.dekLabel(version))
+                try connection.prepare(
+                    "cv_add_key", "INSERT INTO cardvault_data_keys (version, created, wrapped) VALUES ($1, $2, $3)")
+                _ = try connection.run("cv_add_key", [.int32(Int32(bitPattern: version)), .int64(created), .bytes(wrapped)])
+                try connection.execute(
+                    "UPDATE cardvault_keyring SET current_version = \(version), generation = generation + 1")
+                try connection.execute("COMMIT")
+                return PostgresRows(rows: [[PostgresValue.bigEndian(Int64(version))]], affected: 1)
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        try await refresh(pool: pool)
+        guard let added = rows.int64(0, 0).flatMap({ UInt32(exactly: $0) }) else {
+            let current = currentVersion
+            return dataKeys.first { $0.version == current }!
+        }
+        let info = dataKeys.first { $0.version == added } ?? DataKeyInfo(
+            version: added, created: Date(timeIntervalSince1970: TimeInterval(created)), retired: false)
+        if let reason {
+            logger.notice(
+                "data key rotated automatically",
+                ["reason": .string(reason.rawValue), "version": .int(Int(added)), "sealLimit": .int(Int(policy.maximumSeals))])
+        } else {
+            logger.notice("data key rotated", ["version": .int(Int(added))])
+        }
+        return info
+    }
+
+    /// Drops the key material of `version` from the database, refused for the current version and while any
+    /// record is sealed under it (checked under the exclusive key lock, so no write under it is in flight).
+    func retire(version: UInt32, pool: PostgresPool) async throws {
+        _ = try await pool.session { connection in
+            try connection.execute("BEGIN")
+            do {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.keyLock))")
+                let ring = try connection.execute("SELECT current_version FROM cardvault_keyring FOR UPDATE")
+                let current = ring.text(0, 0).flatMap { UInt32($0) }
+                let key = try connection.execute(
+                    "SELECT 1 FROM cardvault_data_keys WHERE version = \(version) AND wrapped IS NOT NULL")
+                guard !key.rows.isEmpty else {
+                    throw KeyRingError(.unknownVersion, "data key version \(version) does not exist or is retired")
+                }
+                guard current != version else {
+                    throw KeyRingError(.versionInUse, "data key version \(version) is the current one; rotate first")
+                }
+                let used = try connection.execute(
+                    "SELECT count(*) FROM cardvault_records WHERE key_version = \(version)")
+                let inUse = used.text(0, 0).flatMap { Int($0) } ?? 0
+                guard inUse == 0 else {
+                    throw KeyRingError(
+                        .versionInUse,
+                        "\(inUse) records still use data key version \(version); run `cardvault keys rewrap` first")
+                }
+                try connection.execute("UPDATE cardvault_data_keys SET wrapped = NULL WHERE version = \(version)")
+                try connection.execute("UPDATE cardvault_keyring SET generation = generation + 1")
+                try connection.execute("COMMIT")
+                return PostgresRows(rows: [], affected: 0)
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        try await refresh(pool: pool)
+    }
+
+    /// Re-wraps every live data key and the fingerprint secret under a fresh master key, in one transaction,
+    /// then puts the new key in place of this host's `master.key` (written to `master.key.next` first). Every
+    /// other daemon host needs the new file before it restarts.
+    func rotateMaster(pool: PostgresPool, random: RandomPool = .shared) async throws {
+        let masterPath = KeyRing.masterKeyPath(keysDirectory)
+        let nextPath = masterPath + ".next"
+        let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
+        try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
+        let next = SymmetricKey(material)
+        let (old, keys) = state.withLock { ($0.kek, $0.keys) }
+        let secret = fingerprintKeys
+        let nextCheck = Self.kekCheck(next)
+        let oldCheck = Self.kekCheck(old)
+        let rewrapped: [(UInt32, [UInt8])] = try keys.sorted(by: { $0.key < $1.key }).map { version, key in
+            (version, try Self.wrap(key, kek: next, label: Self.dekLabel(version)))
+        }
+        _ = secret
+        _ = try await pool.session { connection in
+            try connection.execute("BEGIN")
+            do {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.keyLock))")
+                let ring = try connection.execute(
+                    "SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring FOR UPDATE")
+                guard ring.text(0, 0).flatMap(Self.hexBytes) == oldCheck, let wrappedSecret = ring.text(0, 1).flatMap(Self.hexBytes)
+                else { throw KeyRingError(.wrongMasterKey, "the database keyring is under another master key") }
+                let plainSecret = try Self.unwrap(wrappedSecret, kek: old, label: Self.fingerprintLabel)
+                let live = try connection.execute("SELECT version FROM cardvault_data_keys WHERE wrapped IS NOT NULL")
+                let liveVersions = Set(live.rows.indices.compactMap { live.text($0, 0).flatMap { UInt32($0) } })
+                guard liveVersions.isSubset(of: Set(rewrapped.map(\.0))) else {
+                    throw KeyRingError(.versionInUse, "the keyring changed meanwhile; run the master rotation again")
+                }
+                try connection.prepare("cv_rewrap_key", "UPDATE cardvault_data_keys SET wrapped = $2 WHERE version = $1 AND wrapped IS NOT NULL")
+                for (version, wrapped) in rewrapped {
+                    _ = try connection.run("cv_rewrap_key", [.int32(Int32(bitPattern: version)), .bytes(wrapped)])
+                }
+                try connection.prepare(
+                    "cv_rewrap_ring", "UPDATE cardvault_keyring SET kek_check = $1, fingerprint_secret = $2, generation = generation + 1")
+                _ = try connection.run(
+                    "cv_rewrap_ring", [.bytes(nextCheck), .bytes(try Self.wrap(plainSecret, kek: next, label: Self.fingerprintLabel))])
+                try connection.execute("COMMIT")
+                return PostgresRows(rows: [], affected: 0)
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        try KeyFile.replace(nextPath, with: masterPath)
+        state.withLock { $0.kek = next }
+        try await refresh(pool: pool)
+    }
+}

@@ -1,0 +1,369 @@
+import Foundation
+import VaultCore
+import VaultStore
+
+/// A prepared statement: its name on every connection and its SQL.
+struct PostgresStatement: Sendable, Hashable {
+    var name: String
+    var sql: String
+}
+
+/// A fixed set of connections, each owned by its own thread, serving a shared queue of work.
+///
+/// Async callers queue a job and wait; a connection's thread takes what is queued at once (up to
+/// ``maximumTake`` jobs) and sends it in libpq's pipeline mode, one round trip for all of it:
+/// each read with its own sync point, and the commits together in one transaction when there are
+/// several (one WAL flush for the lot; each ``cardvault_commit`` call undoes only its own batch on a
+/// conflict). Libpq blocks its thread, never the cooperative pool.
+///
+/// A broken connection is replaced (the multi-host URI and `target_session_attrs=read-write` find
+/// the new primary after a failover). Its reads are sent again; its commits are resolved first
+/// (``CommitProbe``): a commit found applied is answered as done, one not applied is sent again.
+/// A job still unanswered after ``PostgresStoreOptions/requestTimeout`` fails `.unavailable`.
+final class PostgresPool: Sendable {
+    /// What a commit job can be checked by after its connection broke mid-way.
+    struct CommitProbe: Sendable {
+        var collection: String
+        var id: String
+        /// The sealed value the commit wrote there (random nonce: unique to this commit).
+        var sealed: [UInt8]
+    }
+
+    enum Kind: Sendable {
+        /// A statement run on its own (its own implicit transaction).
+        case read
+        /// A `cardvault_commit` call; may share a transaction with other commits.
+        case commit(probe: CommitProbe?)
+        /// A piece of work that needs a connection to itself (keyring changes, migrations).
+        case session(@Sendable (PostgresConnection) throws -> PostgresRows)
+    }
+
+    struct Job {
+        var statement: PostgresStatement
+        var parameters: [PostgresValue]
+        var kind: Kind
+        var enqueued: Date
+        var waiter: UnsafeContinuation<PostgresRows, any Error>
+        /// A commit sent on a connection that broke before its answer came: it may have applied.
+        var inDoubt = false
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var closing = false
+        /// Connections up now (for health and status).
+        var connected = 0
+        var lastFailure = ""
+    }
+
+    static let maximumTake = 64
+    static let maximumCommitsPerTransaction = 32
+
+    static let begin = PostgresStatement(name: "cv_begin", sql: "BEGIN")
+    static let commitTransaction = PostgresStatement(name: "cv_commit_tx", sql: "COMMIT")
+    static let probe = PostgresStatement(
+        name: "cv_probe", sql: "SELECT value FROM cardvault_records WHERE collection = $1 AND id = $2")
+
+    let options: PostgresStoreOptions
+    private let queue = Locked(Queue())
+    private let wake = NSCondition()
+    private let threads: Int
+    private let stopped = NSCondition()
+    private let running = Locked(0)
+    /// Runs on each new connection before it takes work (session settings).
+    private let setUp: @Sendable (PostgresConnection) throws -> Void
+
+    init(options: PostgresStoreOptions, connections: Int, name: String, setUp: @escaping @Sendable (PostgresConnection) throws -> Void) {
+        self.options = options
+        self.threads = max(1, connections)
+        self.setUp = setUp
+        for index in 0..<threads {
+            running.withLock { $0 += 1 }
+            let thread = Thread { [self] in self.serve() }
+            thread.name = "cardvault-pg-\(name)-\(index)"
+            thread.start()
+        }
+    }
+
+    /// Connections up now.
+    var connectedCount: Int { queue.withLock { $0.connected } }
+
+    /// Queues a job and waits for its rows.
+    func run(_ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read) async throws -> PostgresRows {
+        try await withUnsafeThrowingContinuation { (waiter: UnsafeContinuation<PostgresRows, any Error>) in
+            let job = Job(statement: statement, parameters: parameters, kind: kind, enqueued: Date(), waiter: waiter)
+            let refused = queue.withLock { queue -> Bool in
+                if queue.closing { return true }
+                queue.jobs.append(job)
+                return false
+            }
+            if refused {
+                waiter.resume(throwing: StoreError(.closed, "the store is closed"))
+                return
+            }
+            wake.lock()
+            wake.signal()
+            wake.unlock()
+        }
+    }
+
+    /// Runs `body` on a connection of its own (one job), returning its rows.
+    func session(_ body: @escaping @Sendable (PostgresConnection) throws -> PostgresRows) async throws -> PostgresRows {
+        try await run(PostgresStatement(name: "", sql: ""), [], kind: .session(body))
+    }
+
+    /// Fails what is queued and stops the threads (after their current round).
+    func close() {
+        let left = queue.withLock { queue -> [Job] in
+            queue.closing = true
+            defer { queue.jobs.removeAll() }
+            return queue.jobs
+        }
+        for job in left { job.waiter.resume(throwing: StoreError(.closed, "the store is closed")) }
+        wake.lock()
+        wake.broadcast()
+        wake.unlock()
+        stopped.lock()
+        while running.withLock({ $0 }) > 0 { _ = stopped.wait(until: Date().addingTimeInterval(0.2)) }
+        stopped.unlock()
+    }
+
+    // MARK: The connection threads
+
+    private var isClosing: Bool { queue.withLock { $0.closing } }
+
+    private func serve() {
+        defer {
+            running.withLock { $0 -= 1 }
+            stopped.lock()
+            stopped.broadcast()
+            stopped.unlock()
+        }
+        var connection: PostgresConnection?
+        var carried: [Job] = []
+        var backoff = 0.05
+        while !isClosing {
+            if connection == nil {
+                do {
+                    let made = try PostgresConnection(uri: options.uri, applicationName: options.applicationName)
+                    try setUp(made)
+                    connection = made
+                    queue.withLock { $0.connected += 1 }
+                    backoff = 0.05
+                } catch {
+                    let text = (error as? PostgresError)?.message ?? "\(error)"
+                    let first = queue.withLock { queue -> Bool in
+                        defer { queue.lastFailure = text }
+                        return queue.lastFailure != text
+                    }
+                    if first { options.logger.warning("PostgreSQL unreachable; retrying", ["error": .string(text)]) }
+                    failExpired(&carried)
+                    Thread.sleep(forTimeInterval: backoff)
+                    backoff = min(backoff * 2, 0.5)
+                    continue
+                }
+            }
+            var jobs = carried
+            carried = []
+            if jobs.isEmpty { jobs = take() }
+            if jobs.isEmpty { continue }
+            do {
+                try work(jobs, on: connection!)
+            } catch let broken as BrokenConnection {
+                connection = nil
+                queue.withLock { $0.connected -= 1 }
+                carried = broken.unanswered
+                failExpired(&carried)
+            } catch {
+                // work() answers every job itself; only a broken connection escapes.
+            }
+        }
+        if connection != nil { queue.withLock { $0.connected -= 1 } }
+        for job in carried { job.waiter.resume(throwing: StoreError(.closed, "the store is closed")) }
+    }
+
+    /// Fails the jobs (carried or queued) older than the request timeout.
+    private func failExpired(_ carried: inout [Job]) {
+        let deadline = Date().addingTimeInterval(-options.requestTimeout)
+        let queuedExpired = queue.withLock { queue -> [Job] in
+            let expired = queue.jobs.filter { $0.enqueued < deadline }
+            queue.jobs.removeAll { $0.enqueued < deadline }
+            return expired
+        }
+        let carriedExpired = carried.filter { $0.enqueued < deadline }
+        carried.removeAll { $0.enqueued < deadline }
+        for job in queuedExpired + carriedExpired {
+            job.waiter.resume(throwing: StoreError(.unavailable, "the database is unreachable; the write may not have applied"))
+        }
+    }
+
+    /// Waits for work, then takes what is queued: a session job alone, or up to ``maximumTake`` reads and commits.
+    private func take() -> [Job] {
+        wake.lock()
+        defer { wake.unlock() }
+        while true {
+            let taken = queue.withLock { queue -> [Job]? in
+                if queue.closing { return [] }
+                guard !queue.jobs.isEmpty else { return nil }
+                if case .session = queue.jobs[0].kind { return [queue.jobs.removeFirst()] }
+                var taken: [Job] = []
+                var commits = 0
+                var index = 0
+                while index < queue.jobs.count, taken.count < Self.maximumTake {
+                    let job = queue.jobs[index]
+                    switch job.kind {
+                    case .session:
+                        index += 1
+                        continue
+                    case .commit:
+                        if commits == Self.maximumCommitsPerTransaction {
+                            index += 1
+                            continue
+                        }
+                        commits += 1
+                    case .read:
+                        break
+                    }
+                    taken.append(queue.jobs.remove(at: index))
+                }
+                return taken
+            }
+            if let taken { return taken }
+            _ = wake.wait(until: Date().addingTimeInterval(0.5))
+        }
+    }
+
+    /// Jobs left unanswered by a connection that broke.
+    private struct BrokenConnection: Error {
+        var unanswered: [Job]
+    }
+
+    /// Sends the jobs and answers each; throws ``BrokenConnection`` with the unanswered ones.
+    private func work(_ jobs: [Job], on connection: PostgresConnection) throws {
+        if jobs.count == 1, case .session(let body) = jobs[0].kind {
+            do {
+                let rows = try body(connection)
+                jobs[0].waiter.resume(returning: rows)
+            } catch let error as PostgresError where error.code == .connection {
+                throw BrokenConnection(unanswered: jobs)
+            } catch {
+                jobs[0].waiter.resume(throwing: error)
+            }
+            return
+        }
+        // Commits that were in flight on a connection that broke: answered as done when their probe finds
+        // the sealed value they wrote, sent again otherwise.
+        var pending: [Job] = []
+        for job in jobs {
+            guard job.inDoubt, case .commit(let probe?) = job.kind else {
+                pending.append(job)
+                continue
+            }
+            do {
+                try connection.prepare(Self.probe.name, Self.probe.sql)
+                let rows = try connection.run(Self.probe.name, [.text(probe.collection), .text(probe.id)])
+                if rows.rows.count == 1, rows.bytes(0, 0) == probe.sealed {
+                    options.logger.notice("a commit in flight during a connection loss had applied")
+                    job.waiter.resume(returning: Self.applied)
+                } else {
+                    pending.append(job)
+                }
+            } catch let error as PostgresError where error.code == .connection {
+                throw BrokenConnection(unanswered: jobs)
+            } catch {
+                job.waiter.resume(throwing: Self.storeError(error))
+            }
+        }
+        let reads = pending.filter { if case .read = $0.kind { return true } else { return false } }
+        let commits = pending.filter { if case .commit = $0.kind { return true } else { return false } }
+        var steps: [PostgresConnection.PipelineStep] = []
+        do {
+            for job in pending { try connection.prepare(job.statement.name, job.statement.sql) }
+            if commits.count > 1 {
+                try connection.prepare(Self.begin.name, Self.begin.sql)
+                try connection.prepare(Self.commitTransaction.name, Self.commitTransaction.sql)
+            }
+        } catch let error as PostgresError where error.code == .connection {
+            throw BrokenConnection(unanswered: jobs)
+        } catch {
+            for job in pending { job.waiter.resume(throwing: Self.storeError(error)) }
+            return
+        }
+        for job in reads { steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: true)) }
+        if commits.count == 1 {
+            steps.append(.init(statement: commits[0].statement.name, parameters: commits[0].parameters, syncAfter: true))
+        } else if commits.count > 1 {
+            steps.append(.init(statement: Self.begin.name, parameters: [], syncAfter: false))
+            for job in commits { steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: false)) }
+            steps.append(.init(statement: Self.commitTransaction.name, parameters: [], syncAfter: true))
+        }
+        let outcomes: [Result<PostgresRows, PostgresError>]
+        do {
+            outcomes = try connection.pipeline(steps)
+        } catch {
+            // Unknown outcome: reads go again; commits are checked before they go again.
+            throw BrokenConnection(unanswered: reads + commits.map(Self.markInDoubt))
+        }
+        for (job, outcome) in zip(reads, outcomes) {
+            switch outcome {
+            case .success(let rows): job.waiter.resume(returning: rows)
+            case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
+            }
+        }
+        let commitOutcomes = Array(outcomes.dropFirst(reads.count))
+        if commits.count == 1 {
+            switch commitOutcomes[0] {
+            case .success(let rows): commits[0].waiter.resume(returning: rows)
+            case .failure(let error):
+                // A deadlock, a serialization failure or a server going down applied nothing: send again.
+                if error.code == .connection || error.sqlState.hasPrefix("57") {
+                    throw BrokenConnection(unanswered: [commits[0]])
+                }
+                if error.isTransient {
+                    requeue(commits[0])
+                } else {
+                    commits[0].waiter.resume(throwing: Self.storeError(error))
+                }
+            }
+        } else if commits.count > 1 {
+            // BEGIN, the calls, COMMIT: all applied only when COMMIT succeeded.
+            if case .success = commitOutcomes.last! {
+                for (job, outcome) in zip(commits, commitOutcomes.dropFirst().dropLast()) {
+                    switch outcome {
+                    case .success(let rows): job.waiter.resume(returning: rows)
+                    case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
+                    }
+                }
+            } else {
+                // One call failed (not a conflict: those are answered inside): nothing applied; each goes alone.
+                for job in commits { try work([job], on: connection) }
+            }
+        }
+    }
+
+    /// Puts a job back at the head of the queue (it applied nothing and goes again).
+    private func requeue(_ job: Job) {
+        queue.withLock { $0.jobs.insert(job, at: 0) }
+    }
+
+    private static func markInDoubt(_ job: Job) -> Job {
+        var job = job
+        job.inDoubt = true
+        return job
+    }
+
+    /// The answer of a `cardvault_commit` that applied (its integer result 0).
+    static let applied = PostgresRows(rows: [[PostgresValue.bigEndian(Int32(0))]], affected: 0)
+
+    static func storeError(_ error: any Error) -> any Error {
+        guard let error = error as? PostgresError else { return error }
+        switch error.code {
+        case .connection: return StoreError(.unavailable, "the database is unreachable (\(error.message))")
+        default:
+            if error.sqlState == "54000" || error.sqlState == "22001" {
+                return StoreError(.invalidArgument, "the database refused the value: \(error.message)")
+            }
+            return StoreError(.unavailable, "the database refused a statement: \(error.message)")
+        }
+    }
+}
