@@ -83,6 +83,19 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         }
     }
 
+    /// The PostgreSQL backend's settings (used when ``CardVaultConfiguration/databaseURL`` is set).
+    public struct Database: Sendable, Equatable {
+        /// Connections each daemon keeps open (each serves pipelined reads and grouped commits).
+        public var poolSize: Int
+        /// `synchronous_commit` of the daemon's sessions: on, remote_apply, remote_write, local, off.
+        public var synchronousCommit: String
+
+        public init(poolSize: Int = 8, synchronousCommit: String = "on") {
+            self.poolSize = poolSize
+            self.synchronousCommit = synchronousCommit
+        }
+    }
+
     /// HTTPS: a certificate and key turn it on; a client CA file requires client certificates.
     public struct TLS: Sendable, Equatable {
         public var certificateFile: String?
@@ -135,6 +148,10 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var metricsToken: Redacted<String>?
     /// Automatic data key rotation.
     public var keys: Keys
+    /// A libpq URI (multi-host allowed): when set, records and data keys live in PostgreSQL and the data
+    /// directory holds only the admin socket. nil: the encrypted file store in the data directory.
+    public var databaseURL: Redacted<String>?
+    public var database: Database
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -154,7 +171,9 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         http: HTTP = HTTP(),
         tls: TLS = TLS(),
         metricsToken: Redacted<String>? = nil,
-        keys: Keys = Keys()
+        keys: Keys = Keys(),
+        databaseURL: Redacted<String>? = nil,
+        database: Database = Database()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -174,6 +193,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.tls = tls
         self.metricsToken = metricsToken
         self.keys = keys
+        self.databaseURL = databaseURL
+        self.database = database
     }
 
     /// `host:port` (IPv6 hosts in brackets).

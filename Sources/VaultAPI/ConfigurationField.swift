@@ -15,6 +15,10 @@ struct ConfigurationField: Sendable {
         case origins
         /// A bearer token: 16–256 visible ASCII characters, or empty/null for none.
         case optionalToken
+        /// A libpq connection URI (`postgresql://…`) or key=value string, or empty/null for none.
+        case optionalDatabaseURL
+        /// One of a fixed set of words.
+        case choice([String])
     }
 
     /// Parsed values.
@@ -33,7 +37,7 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys"]
+    static let sections: Set<String> = ["http", "tls", "keys", "database"]
 
     static let all: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
@@ -150,6 +154,16 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_DAYS",
             kind: .integer(0...36_500)
         ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
+        ConfigurationField(path: "databaseURL", environmentName: "CARDVAULT_DATABASE_URL", kind: .optionalDatabaseURL) {
+            config, value in config.databaseURL = Self.optionalText(value).map { Redacted($0) }
+        },
+        ConfigurationField(
+            path: "database.poolSize", environmentName: "CARDVAULT_DATABASE_POOL_SIZE", kind: .integer(1...256)
+        ) { if case .integer(let value) = $1 { $0.database.poolSize = value } },
+        ConfigurationField(
+            path: "database.synchronousCommit", environmentName: "CARDVAULT_DATABASE_SYNCHRONOUS_COMMIT",
+            kind: .choice(["on", "remote_apply", "remote_write", "local", "off"])
+        ) { if case .text(let value) = $1 { $0.database.synchronousCommit = value } },
     ]
 
     private static func optionalText(_ value: Value) -> String? {
@@ -172,12 +186,12 @@ struct ConfigurationField: Sendable {
                 throw invalid("must be an array of origins such as \"https://shop.example\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
-        case .optionalPath, .optionalToken:
+        case .optionalPath, .optionalToken, .optionalDatabaseURL:
             if json is NSNull {
                 value = .none
             } else {
                 guard let text = json as? String else {
-                    throw invalid(kind.isToken ? "must be a string or null" : "must be a file path or null")
+                    throw invalid(kind.isPath ? "must be a file path or null" : "must be a string or null")
                 }
                 value = try parse(text)
             }
@@ -248,6 +262,19 @@ struct ConfigurationField: Sendable {
             return .level(level)
         case .integer(let range):
             throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        case .optionalDatabaseURL:
+            if text.isEmpty { return .none }
+            // The message never shows the value: it may hold a password.
+            let lower = text.lowercased()
+            guard lower.hasPrefix("postgresql://") || lower.hasPrefix("postgres://") || text.contains("="),
+                !text.contains("\n"), text.utf8.count <= 4096
+            else {
+                throw invalid("must be a libpq URI such as postgresql://user@host1,host2/cardvault?target_session_attrs=read-write")
+            }
+            return .text(text)
+        case .choice(let words):
+            guard words.contains(text) else { throw invalid("must be one of " + words.joined(separator: ", ")) }
+            return .text(text)
         case .origins:
             let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             for origin in origins where origin != "*" {
@@ -283,6 +310,11 @@ struct ConfigurationField: Sendable {
 }
 
 extension ConfigurationField.Kind {
+    var isPath: Bool {
+        if case .optionalPath = self { return true }
+        return false
+    }
+
     var isToken: Bool {
         if case .optionalToken = self { return true }
         return false

@@ -12,6 +12,7 @@ enum CardVaultCLI {
         VerifyCommand.self,
         StoreExerciseCommand.self,
         CheckoutCommand.self,
+        DatabaseCommand.self,
     ]
 
     static var help: String {

@@ -77,7 +77,7 @@ enum ServeCommand: Command {
         let server: HTTPServer
         do {
             services = try MangopayDaemon.services(
-                configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
+                configuration: configuration, store: store.store, fingerprintKeys: store.fingerprintKeys, logger: logger)
             let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
             let metrics = HTTPMetrics()
             metrics.addCollector { store.keyMetricsText() }
@@ -89,7 +89,7 @@ enum ServeCommand: Command {
         }
 
         let handlers = AdminHandlers()
-        StoreAdminCommands.register(store, in: handlers)
+        store.registerAdminCommands(in: handlers)
         MerchantAdminCommands.register(services, in: handlers)
         let admin = AdminSocketServer(
             path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
@@ -101,13 +101,17 @@ enum ServeCommand: Command {
         }
         defer { admin.stop() }
 
+        let leadership = store.leadership
         let sweeper = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: sweepInterval)
                 do {
-                    let expired = try await services.payIns.expireDueChallenges()
-                    if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+                    // Held codes are this process's own; the challenges are shared: one daemon sweeps them.
                     services.securityCodes.purgeExpired()
+                    try await leadership.runIfLeader("challenge-sweeper") {
+                        let expired = try await services.payIns.expireDueChallenges()
+                        if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+                    }
                 } catch {
                     logger.warning("challenge sweep failed", ["error": .string(String(describing: type(of: error)))])
                 }
@@ -144,7 +148,17 @@ enum ServeCommand: Command {
     /// development master key first; a missing key next to existing data is an error, never replaced.
     private static func openStore(
         _ configuration: CardVaultConfiguration, logger: Logger, announce: (String) -> Void
-    ) throws -> EncryptedFileStore {
+    ) throws -> StoreBackend {
+        if configuration.databaseURL != nil {
+            // Records and data keys live in PostgreSQL; the master key stays a file on this host.
+            let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
+            guard FileManager.default.fileExists(atPath: keyPath) else {
+                throw CommandFailure(
+                    "cannot open the keys: master key \(keyPath) does not exist; create it with `cardvault keys init` "
+                        + "(or copy it from another daemon host of the same database)")
+            }
+            return try StoreBackend.database(configuration, logger: logger, leads: true)
+        }
         let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
         let ringPath = (configuration.dataDirectory as NSString).appendingPathComponent(KeyRing.keyRingFileName)
         do {
@@ -156,8 +170,9 @@ enum ServeCommand: Command {
             var options = FileStoreOptions()
             options.logger = logger
             options.keyRotation = configuration.keys.rotationPolicy
-            return try EncryptedFileStore.open(
-                directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
+            return .file(
+                try EncryptedFileStore.open(
+                    directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options))
         } catch let error as StoreError {
             throw CommandFailure("cannot open the record store: \(error.message)")
         } catch let error as KeyRingError {

@@ -11,6 +11,9 @@ struct StoreAccess {
     var keysDirectory: String
     /// The rotation limits the files are opened with when no daemon runs (the configuration's).
     var keyRotation = KeyRotationPolicy()
+    /// When set (`databaseURL`), commands work on PostgreSQL directly: no daemon socket is needed and no
+    /// lock is taken (every daemon shares the database).
+    var configuration: CardVaultConfiguration?
 
     /// Takes `--config`, `--data-dir` and `--keys-dir`; the directories not given come from the
     /// configuration the daemon reads (file, then `CARDVAULT_DATA_DIR` and `CARDVAULT_KEYS_DIR`).
@@ -20,13 +23,16 @@ struct StoreAccess {
         let keys = try arguments.option("--keys-dir")
         if let data, let keys {
             // Both directories given: the configuration only lends its key rotation limits, if it loads.
-            let keyRotation = (try? CommandConfiguration.load(explicitFile: explicitFile))?.keys.rotationPolicy
-            return StoreAccess(dataDirectory: data, keysDirectory: keys, keyRotation: keyRotation ?? KeyRotationPolicy())
+            let loaded = try? CommandConfiguration.load(explicitFile: explicitFile)
+            return StoreAccess(
+                dataDirectory: data, keysDirectory: keys, keyRotation: loaded?.keys.rotationPolicy ?? KeyRotationPolicy(),
+                configuration: loaded?.databaseURL == nil ? nil : loaded)
         }
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         return StoreAccess(
             dataDirectory: data ?? configuration.dataDirectory, keysDirectory: keys ?? configuration.keysDirectory,
-            keyRotation: configuration.keys.rotationPolicy)
+            keyRotation: configuration.keys.rotationPolicy,
+            configuration: configuration.databaseURL == nil ? nil : configuration)
     }
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
@@ -34,6 +40,10 @@ struct StoreAccess {
         throws -> AdminValue
     {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
+        if var configuration {
+            configuration.keysDirectory = keysDirectory
+            return try callDatabase(command, configuration: configuration, arguments: arguments, progress: progress)
+        }
         do {
             if AdminClient.isServing(path: socket) {
                 return try AdminClient(path: socket).call(command, arguments: arguments, progress: progress)
@@ -47,6 +57,37 @@ struct StoreAccess {
             MerchantAdminCommands.register(
                 try MangopayDaemon.services(
                     configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
+                    logger: .disabled),
+                in: handlers)
+            let sink = AdminProgress { progress?($0) }
+            return try blocking { try await handlers.invoke(command, arguments: arguments, progress: sink) }
+        } catch let error as AdminError {
+            throw CommandFailure(error.message)
+        } catch let error as StoreError {
+            throw CommandFailure(error.message)
+        } catch let error as KeyRingError {
+            throw CommandFailure(error.message)
+        } catch let error as ConfigurationError {
+            throw CommandFailure(error.message)
+        }
+    }
+}
+
+extension StoreAccess {
+    /// Runs an admin command on the PostgreSQL store (shared by the daemons; the change is seen by each within
+    /// a second).
+    private func callDatabase(
+        _ command: String, configuration: CardVaultConfiguration, arguments: [String: AdminValue],
+        progress: (@Sendable (AdminValue) -> Void)?
+    ) throws -> AdminValue {
+        let backend = try StoreBackend.database(configuration, logger: .disabled, leads: false)
+        defer { backend.close() }
+        do {
+            let handlers = AdminHandlers()
+            backend.registerAdminCommands(in: handlers)
+            MerchantAdminCommands.register(
+                try MangopayDaemon.services(
+                    configuration: configuration, store: backend.store, fingerprintKeys: backend.fingerprintKeys,
                     logger: .disabled),
                 in: handlers)
             let sink = AdminProgress { progress?($0) }

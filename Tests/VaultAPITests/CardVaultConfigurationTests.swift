@@ -93,6 +93,9 @@ import VaultCore
             "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS": "15",
             "CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000000",
             "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "30",
+            "CARDVAULT_DATABASE_URL": "postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write",
+            "CARDVAULT_DATABASE_POOL_SIZE": "12",
+            "CARDVAULT_DATABASE_SYNCHRONOUS_COMMIT": "remote_apply",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -123,7 +126,9 @@ import VaultCore
             ),
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
             metricsToken: Redacted("prometheus-scrape-token-1"),
-            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30)
+            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
+            databaseURL: Redacted("postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write"),
+            database: .init(poolSize: 12, synchronousCommit: "remote_apply")
         )
         #expect(configuration == expected)
     }
