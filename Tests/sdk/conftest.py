@@ -24,7 +24,7 @@ def _free_port():
 
 
 class Daemon:
-    def __init__(self, extra_env=None, wrapper=None):
+    def __init__(self, extra_env=None, wrapper=None, wait_for_credentials=True):
         """`wrapper`: argv put before the binary (e.g. a shell that sets limits, then `exec "$@"`)."""
         self.workdir = pathlib.Path(tempfile.mkdtemp(prefix="cardvault-sdk-"))
         self.data_dir = self.workdir / "data"
@@ -46,14 +46,16 @@ class Daemon:
         self.process = subprocess.Popen(
             list(wrapper or []) + [binary, "serve"], cwd=str(ROOT), env=env,
             stdout=open(self.stdout_path, "wb"), stderr=open(self.log_path, "wb"))
-        self.client_id, self.api_key = self._wait_for_credentials()
+        self.client_id, self.api_key = self._wait_for_credentials(wait_for_credentials)
 
-    def _wait_for_credentials(self):
+    def _wait_for_credentials(self, credentials=True):
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError("cardvault exited early: " + self.log_path.read_text(errors="replace")[-2000:])
             text = self.stdout_path.read_text(errors="replace")
+            if "serving on" in text and not credentials:
+                return None, None
             if "serving on" in text and "ClientId=" in text:
                 fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
                 return fields["ClientId"], fields["ApiKey"]
@@ -71,6 +73,14 @@ class Daemon:
 
 @pytest.fixture(scope="session")
 def daemon():
+    # CARDVAULT_TEST_BACKEND=postgres-pair: two daemons on one throw-away PostgreSQL database, each request sent
+    # to the next one in turn (Tests/sdk/postgres_support.py).
+    if os.environ.get("CARDVAULT_TEST_BACKEND") == "postgres-pair":
+        from postgres_support import DaemonPair
+        instance = DaemonPair(extra_env={"CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example"})
+        yield instance
+        instance.stop()
+        return
     instance = Daemon()
     yield instance
     instance.stop()
