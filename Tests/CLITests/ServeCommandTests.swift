@@ -101,6 +101,15 @@ import Glibc
         #expect(log.contains(#""msg":"listening""#))
         #expect(log.contains(#""route":"/health""#))
         #expect(log.contains(#""msg":"stopped""#))
+        // Every service has returned before the store closes: the HTTP server drained, the admin socket and
+        // the challenge sweeper stopped.
+        let logLines = log.split(separator: "\n").map(String.init)
+        let closed = logLines.firstIndex { $0.contains(#""msg":"store closed""#) }
+        #expect(closed != nil)
+        for service in ["http", "admin-socket", "challenge-sweeper"] {
+            let stopped = logLines.firstIndex { $0.contains(#""msg":"service stopped""#) && $0.contains(#""service":"\#(service)""#) }
+            #expect(stopped != nil && closed != nil && stopped! < closed!, "\(service)")
+        }
     }
 
     /// A minimal HTTP/1.1 GET over a socket; returns status and body.
