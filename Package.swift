@@ -103,7 +103,7 @@ let package = Package(
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
                 "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting",
             ]),
-        tests("CLITests", ["VaultCore"]),
+        tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]
 )
 
