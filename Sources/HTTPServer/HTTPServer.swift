@@ -132,6 +132,8 @@ public struct HTTPService: Service {
 }
 
 /// A started libmicrohttpd daemon and the C memory it reads while it runs.
+/// Unchecked Sendable: it owns C memory (the daemon handle, its settings, address and strings) that libmicrohttpd
+/// reads on its own threads; Swift starts, quiesces and stops it only under ``HTTPServer``'s `running` lock.
 final class RunningDaemon: @unchecked Sendable {
     let pointer: OpaquePointer
     let port: Int

@@ -408,6 +408,7 @@ final class ServerCore: Sendable {
 }
 
 /// A suspended connection handed to the task that will resume it.
+/// Unchecked Sendable: a libmicrohttpd connection pointer handed to the one task that resumes it, once.
 struct SuspendedConnection: @unchecked Sendable {
     let pointer: OpaquePointer
 }
@@ -416,6 +417,8 @@ struct SuspendedConnection: @unchecked Sendable {
 /// Per-request state kept between libmicrohttpd's callbacks. It is touched by one connection's
 /// thread at a time; while a handler task runs, the connection is suspended and only the task
 /// writes `pendingResponse`, which the resumed callback then reads.
+/// Unchecked Sendable: the one-thread-at-a-time rule above is libmicrohttpd's guarantee (callbacks of a connection
+/// never overlap, a suspended connection gets none), which the compiler cannot see.
 final class RequestContext: @unchecked Sendable {
     enum Phase {
         case new, receiving, waiting, answered

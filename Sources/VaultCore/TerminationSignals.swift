@@ -81,6 +81,7 @@ public final class TerminationSignals: Sendable {
     }
 
     /// A Dispatch source is thread-safe but not marked Sendable.
+    /// Unchecked Sendable: Dispatch sources are thread-safe but not annotated.
     private struct SourceBox: @unchecked Sendable {
         let source: any DispatchSourceSignal
     }

@@ -168,6 +168,7 @@ struct DaemonClient {
 
 /// Cancels a 401's `WWW-Authenticate` challenge (FoundationNetworking would otherwise wait for credentials); the
 /// cancelled task is then reported as the 401 it was.
+/// Unchecked Sendable: stateless; URLSession's delegate protocol needs an NSObject class.
 private final class NoChallenges: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     func urlSession(
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
