@@ -1,4 +1,4 @@
-import VaultCrypto
+public import VaultCrypto
 
 // Public ways to make the store reports, for the other record store backends (VaultStorePostgres); the
 // memberwise initialisers stay internal to this module.

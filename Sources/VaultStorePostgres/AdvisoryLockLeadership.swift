@@ -1,5 +1,5 @@
 import Foundation
-import VaultCore
+public import VaultCore
 import VaultCrypto
 
 /// Leadership of background jobs through PostgreSQL session advisory locks: one lock per job name, taken

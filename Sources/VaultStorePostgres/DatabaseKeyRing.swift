@@ -1,6 +1,6 @@
 import Foundation
 import VaultCore
-import VaultCrypto
+public import VaultCrypto
 import VaultStore
 
 /// The data keys of a PostgreSQL store, kept in the database, wrapped under the master key (KEK) that

@@ -1,6 +1,6 @@
-import CLibPQ
+internal import CLibPQ
 import Foundation
-import VaultCore
+public import VaultCore
 import VaultStore
 
 /// A failure talking to PostgreSQL. Messages carry libpq's text (server, state, reason), never the

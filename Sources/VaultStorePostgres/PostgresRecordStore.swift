@@ -1,7 +1,7 @@
-import Foundation
-import VaultCore
-import VaultCrypto
-import VaultStore
+public import Foundation
+public import VaultCore
+public import VaultCrypto
+public import VaultStore
 
 /// Settings of a ``PostgresRecordStore``.
 public struct PostgresStoreOptions: Sendable {

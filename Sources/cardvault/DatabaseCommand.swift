@@ -1,5 +1,5 @@
 import Foundation
-import VaultAPI
+import Configuration
 import VaultCore
 import VaultStorePostgres
 
@@ -21,7 +21,7 @@ enum DatabaseCommand: Command {
           --config FILE   the JSON configuration file
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("missing action: migrate or status") }
         let explicitFile = try arguments.option("--config")
         try arguments.finish()

@@ -1,6 +1,7 @@
-import Dispatch
+import AdminChannel
 import Foundation
-import VaultAPI
+import CardVaultApp
+import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -37,12 +38,12 @@ struct StoreAccess {
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
     func call(_ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil)
-        throws -> AdminValue
+        async throws -> AdminValue
     {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
         if var configuration {
             configuration.keysDirectory = keysDirectory
-            return try callDatabase(command, configuration: configuration, arguments: arguments, progress: progress)
+            return try await callDatabase(command, configuration: configuration, arguments: arguments, progress: progress)
         }
         do {
             if AdminClient.isServing(path: socket) {
@@ -55,12 +56,12 @@ struct StoreAccess {
             let handlers = AdminHandlers()
             StoreAdminCommands.register(store, in: handlers)
             MerchantAdminCommands.register(
-                try MangopayDaemon.services(
+                try MerchantAssembly.services(
                     configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
                     logger: .disabled),
                 in: handlers)
             let sink = AdminProgress { progress?($0) }
-            return try blocking { try await handlers.invoke(command, arguments: arguments, progress: sink) }
+            return try await handlers.invoke(command, arguments: arguments, progress: sink)
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         } catch let error as StoreError {
@@ -74,24 +75,24 @@ struct StoreAccess {
 }
 
 extension StoreAccess {
-    /// Runs an admin command on the PostgreSQL store (shared by the daemons; the change is seen by each within
-    /// a second).
+    /// Runs an admin command on the PostgreSQL store (shared by the daemons; each sees a key change within a
+    /// second).
     private func callDatabase(
         _ command: String, configuration: CardVaultConfiguration, arguments: [String: AdminValue],
         progress: (@Sendable (AdminValue) -> Void)?
-    ) throws -> AdminValue {
+    ) async throws -> AdminValue {
         let backend = try StoreBackend.database(configuration, logger: .disabled, leads: false)
         defer { backend.close() }
         do {
             let handlers = AdminHandlers()
-            backend.registerAdminCommands(in: handlers)
+            backend.registerAdminCommands(handlers)
             MerchantAdminCommands.register(
-                try MangopayDaemon.services(
+                try MerchantAssembly.services(
                     configuration: configuration, store: backend.store, fingerprintKeys: backend.fingerprintKeys,
                     logger: .disabled),
                 in: handlers)
             let sink = AdminProgress { progress?($0) }
-            return try blocking { try await handlers.invoke(command, arguments: arguments, progress: sink) }
+            return try await handlers.invoke(command, arguments: arguments, progress: sink)
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         } catch let error as StoreError {
@@ -102,18 +103,4 @@ extension StoreAccess {
             throw CommandFailure(error.message)
         }
     }
-}
-
-/// Runs async work to completion from synchronous command code.
-func blocking<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws -> Value {
-    let done = DispatchSemaphore(value: 0)
-    let result = Locked<Result<Value, any Error>?>(nil)
-    Task {
-        let outcome: Result<Value, any Error>
-        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0 }!.get()
 }

@@ -1,50 +1,13 @@
-import Foundation
-import Payments
-import VaultAPI
+import CardVaultApp
+import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
 import VaultStorePostgres
 
-/// The record store of the daemon or of an admin command: the encrypted file store in the data
-/// directory, or PostgreSQL when `databaseURL` is set (shared by every daemon; the data directory then
-/// holds only the admin socket).
-final class StoreBackend: Sendable {
-    let store: any RecordStore
-    let fingerprintKeys: any FingerprintKeySource
-    /// Which daemon runs each background job (always this one on the file store).
-    let leadership: any Leadership
-    private let closeStore: @Sendable () -> Void
-    private let metrics: @Sendable () -> String
-    private let registerCommands: @Sendable (AdminHandlers) -> Void
-    let isDatabase: Bool
-
-    private init(
-        store: any RecordStore, fingerprintKeys: any FingerprintKeySource, leadership: any Leadership, isDatabase: Bool,
-        close: @escaping @Sendable () -> Void, metrics: @escaping @Sendable () -> String,
-        register: @escaping @Sendable (AdminHandlers) -> Void
-    ) {
-        self.store = store
-        self.fingerprintKeys = fingerprintKeys
-        self.leadership = leadership
-        self.isDatabase = isDatabase
-        self.closeStore = close
-        self.metrics = metrics
-        self.registerCommands = register
-    }
-
-    func close() { closeStore() }
-    func keyMetricsText() -> String { metrics() }
-    /// Registers the store's admin commands (`keys.*`, `store.*`).
-    func registerAdminCommands(in handlers: AdminHandlers) { registerCommands(handlers) }
-
-    static func file(_ store: EncryptedFileStore) -> StoreBackend {
-        StoreBackend(
-            store: store, fingerprintKeys: store.fingerprintKeys, leadership: SoleLeadership(), isDatabase: false,
-            close: { store.close() }, metrics: { store.keyMetricsText() },
-            register: { StoreAdminCommands.register(store, in: $0) })
-    }
-
+/// Opens the PostgreSQL backend (`databaseURL`) for the daemon or an admin command: records and data keys live
+/// in the database shared by every daemon; the data directory then holds only the admin socket.
+enum StoreBackend {
     /// The PostgreSQL options of `configuration` (its `databaseURL` must be set).
     static func databaseOptions(_ configuration: CardVaultConfiguration, logger: Logger) -> PostgresStoreOptions {
         PostgresStoreOptions(
@@ -54,7 +17,7 @@ final class StoreBackend: Sendable {
     }
 
     /// Opens the PostgreSQL store of `configuration`; `leads` adds advisory-lock leadership (the daemon).
-    static func database(_ configuration: CardVaultConfiguration, logger: Logger, leads: Bool) throws -> StoreBackend {
+    static func database(_ configuration: CardVaultConfiguration, logger: Logger, leads: Bool) throws -> DaemonStore {
         let options = databaseOptions(configuration, logger: logger)
         let store: PostgresRecordStore
         do {
@@ -77,8 +40,9 @@ final class StoreBackend: Sendable {
             leadership = SoleLeadership()
             close = { store.close() }
         }
-        return StoreBackend(
-            store: store, fingerprintKeys: store.fingerprintKeys, leadership: leadership, isDatabase: true, close: close,
-            metrics: { store.keyMetricsText() }, register: { PostgresAdminCommands.register(store, in: $0) })
+        return DaemonStore(
+            store: store, fingerprintKeys: store.fingerprintKeys, leadership: leadership,
+            keyMetricsText: { store.keyMetricsText() },
+            registerAdminCommands: { PostgresAdminCommands.register(store, in: $0) }, close: close)
     }
 }

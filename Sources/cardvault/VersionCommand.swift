@@ -1,4 +1,5 @@
-import CShims
+import HTTPServer
+import VaultCrypto
 
 /// `cardvault version`: the program's and its C libraries' versions.
 enum VersionCommand: Command {
@@ -12,11 +13,11 @@ enum VersionCommand: Command {
 
     static let version = "0.1.0"
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         try arguments.finish()
         print("cardvault \(version)")
-        print("openssl \(String(cString: cv_openssl_version()))")
-        print("libmicrohttpd \(String(cString: cv_microhttpd_version()))")
+        print("openssl \(CryptoLibrary.version)")
+        print("libmicrohttpd \(HTTPServer.libraryVersion)")
         return 0
     }
 }

@@ -1,0 +1,40 @@
+public import AdminChannel
+public import VaultCore
+public import VaultCrypto
+public import VaultStore
+
+/// The opened record store the daemon serves from, whichever backend holds it: the encrypted file store, or
+/// PostgreSQL shared by several daemons (built by the `cardvault` executable, which links that backend).
+public struct DaemonStore: Sendable {
+    public let store: any RecordStore
+    public let fingerprintKeys: any FingerprintKeySource
+    /// Which daemon runs each background job (this one alone on the file store).
+    public let leadership: any Leadership
+    /// Prometheus text about the data keys.
+    public let keyMetricsText: @Sendable () -> String
+    /// Registers the store's admin commands (`keys.*`, `store.*`).
+    public let registerAdminCommands: @Sendable (AdminHandlers) -> Void
+    /// Closes the store (after every service stopped).
+    public let close: @Sendable () -> Void
+
+    public init(
+        store: any RecordStore, fingerprintKeys: any FingerprintKeySource, leadership: any Leadership,
+        keyMetricsText: @escaping @Sendable () -> String, registerAdminCommands: @escaping @Sendable (AdminHandlers) -> Void,
+        close: @escaping @Sendable () -> Void
+    ) {
+        self.store = store
+        self.fingerprintKeys = fingerprintKeys
+        self.leadership = leadership
+        self.keyMetricsText = keyMetricsText
+        self.registerAdminCommands = registerAdminCommands
+        self.close = close
+    }
+
+    /// The encrypted file store of one data directory.
+    public static func file(_ store: EncryptedFileStore) -> DaemonStore {
+        DaemonStore(
+            store: store, fingerprintKeys: store.fingerprintKeys, leadership: SoleLeadership(),
+            keyMetricsText: { store.keyMetricsText() }, registerAdminCommands: { StoreAdminCommands.register(store, in: $0) },
+            close: { store.close() })
+    }
+}
