@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+import VaultCore
+import VaultCrypto
+import VaultStore
+import VaultStorePostgres
+
+/// What the PostgreSQL store adds to the contract: several daemons on one database (keys, leadership), the
+/// schema check, and what the database holds.
+@Suite struct PostgresRecordStoreTests {
+    private func schema(_ url: String) -> String { url.components(separatedBy: "search_path%3D").last! }
+
+    @Test func aRotationThroughOneDaemonIsSeenByTheOtherWithinASecondAndRetiredKeysAreNeverUsed() async throws {
+        let sandbox = try PostgresSandbox()
+        let a = sandbox.store
+        let b = try sandbox.openAnother()
+        try await a.put("cards", id: "c1", value: [1])
+        #expect(b.store.keyRing.currentVersion == 1)
+        let rotated = try await a.store.rotateDataKey()
+        #expect(rotated.version == 2)
+        // B's next write seals under version 2 at once (the commit refuses the stale version).
+        try await b.put("cards", id: "c2", value: [2])
+        #expect(b.store.keyRing.currentVersion == 2)
+        // Version 1 still holds c1: retiring it is refused until a rewrap moves it.
+        await #expect(throws: KeyRingError(.versionInUse, "")) { try await b.store.retireDataKey(version: 1) }
+        let report = try await b.store.rewrap()
+        #expect(report.moved == 1 && report.remaining == 0)
+        try await b.store.retireDataKey(version: 1)
+        // A sees the retirement within a second (its watcher), and every record still reads on both.
+        let deadline = Date().addingTimeInterval(1)
+        while a.store.keyRing.dataKeys.first(where: { $0.version == 1 })?.retired != true, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(a.store.keyRing.dataKeys.first { $0.version == 1 }?.retired == true)
+        #expect(try await a.get("cards", id: "c1")?.value == [1])
+        #expect(try await a.get("cards", id: "c2")?.value == [2])
+        try await a.put("cards", id: "c3", value: [3])
+        let cluster = try #require(PostgresTestCluster.shared)
+        let versions = try cluster.psql(
+            "SELECT DISTINCT key_version FROM \(schema(sandbox.url)).cardvault_records ORDER BY 1")
+        #expect(versions.trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+    }
+
+    @Test func aValueCopiedOntoAnotherIdFailsAuthentication() async throws {
+        let sandbox = try PostgresSandbox()
+        try await sandbox.store.put("cards", id: "alice", value: Array("alice's card".utf8))
+        try await sandbox.store.put("cards", id: "mallory", value: Array("mallory's card".utf8))
+        let cluster = try #require(PostgresTestCluster.shared)
+        let table = schema(sandbox.url) + ".cardvault_records"
+        try cluster.psql(
+            "UPDATE \(table) SET value = (SELECT value FROM \(table) WHERE id = 'alice') WHERE id = 'mallory'")
+        await #expect(throws: StoreError(.corrupted, "")) { try await sandbox.store.get("cards", id: "mallory") }
+        let report = try await sandbox.store.store.verify()
+        #expect(report.checked == 2 && report.failures.map(\.id) == ["mallory"])
+    }
+
+    @Test func theDatabaseHoldsNoPlaintextValue() async throws {
+        let sandbox = try PostgresSandbox()
+        let secret = "4970101234567897|123"
+        try await sandbox.store.put("card-numbers", id: "c1", value: Array(secret.utf8))
+        let cluster = try #require(PostgresTestCluster.shared)
+        let rows = try cluster.psql(
+            "SELECT encode(value, 'escape') || encode(value, 'hex') FROM \(schema(sandbox.url)).cardvault_records")
+        #expect(!rows.contains("4970101234567897"))
+        #expect(!rows.contains(Array(secret.utf8).map { String(format: "%02x", $0) }.joined()))
+    }
+
+    @Test func anOldOrMissingSchemaIsRefusedWithWhatToRun() async throws {
+        let cluster = try #require(PostgresTestCluster.shared)
+        let url = try cluster.freshURL()
+        let sandbox = try StoreSandbox()
+        do {
+            _ = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
+            Issue.record("a database without schema was accepted")
+        } catch let error as PostgresError {
+            #expect(error.code == .schema && error.message.contains("cardvault db migrate"))
+        }
+        let first = try PostgresRecordStore.migrate(uri: url)
+        #expect(first.from == 0 && first.to == PostgresSchema.currentVersion)
+        let again = try PostgresRecordStore.migrate(uri: url)
+        #expect(again.from == PostgresSchema.currentVersion)
+        try cluster.psql("UPDATE \(schema(url)).cardvault_schema SET version = 0")
+        do {
+            _ = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
+            Issue.record("an old schema was accepted")
+        } catch let error as PostgresError {
+            #expect(error.code == .schema && error.message.contains("cardvault db migrate"))
+        }
+    }
+
+    @Test func aDaemonWithAnotherMasterKeyIsRefused() async throws {
+        let sandbox = try PostgresSandbox()
+        let other = try StoreSandbox()
+        #expect(throws: KeyRingError(.wrongMasterKey, "")) {
+            try PostgresRecordStore.open(options: PostgresStoreOptions(uri: sandbox.url), keysDirectory: other.keys)
+        }
+    }
+
+    @Test func backgroundWorkRunsOnOneDaemonAtATimeAndMovesOnWhenItsLeaderGoes() async throws {
+        let sandbox = try PostgresSandbox()
+        let first = AdvisoryLockLeadership(options: PostgresStoreOptions(uri: sandbox.url))
+        let second = AdvisoryLockLeadership(options: PostgresStoreOptions(uri: sandbox.url))
+        defer { second.close() }
+        let runs = Locked<[String]>([])
+        for _ in 0..<3 {
+            try await first.runIfLeader("sweeper") { runs.withLock { $0.append("first") } }
+            try await second.runIfLeader("sweeper") { runs.withLock { $0.append("second") } }
+        }
+        #expect(runs.withLock { $0 } == ["first", "first", "first"])
+        // Another job may be led elsewhere.
+        #expect(try await second.runIfLeader("expiries") {})
+        first.close()  // the leader's session ends (as when its daemon dies)
+        // The server releases the lock once it sees the session gone; the next round (within 2 s here) takes it.
+        var took = false
+        for _ in 0..<20 where !took {
+            took = try await second.runIfLeader("sweeper") { runs.withLock { $0.append("second") } }
+            if !took { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(took && runs.withLock { $0 }.last == "second")
+    }
+
+    @Test func concurrentCommitsFromTwoDaemonsOnOneRecordApplyOnce() async throws {
+        let sandbox = try PostgresSandbox()
+        let a = sandbox.store
+        let b = try sandbox.openAnother()
+        try await a.put("payins", id: "p1", value: Array("CREATED".utf8), condition: .absent)
+        let winners = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<16 {
+                let store: any RecordStore = index % 2 == 0 ? a : b
+                group.addTask {
+                    do {
+                        try await store.commit([
+                            .put(collection: "payins", id: "p1", value: Array("SUCCEEDED".utf8), condition: .version(1)),
+                            .put(collection: "credits", id: "p1", value: [UInt8(index)], condition: .absent),
+                        ])
+                        return 1
+                    } catch let error as StoreError where error.code == .conflict {
+                        return 0
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(winners == 1)
+        #expect(try await b.get("payins", id: "p1")?.version == 2)
+    }
+}
