@@ -144,12 +144,14 @@ final class PostgresConnection {
             }
         }
         guard let made else { throw PostgresError(.connection, "out of memory for a PostgreSQL connection") }
-        connection = made
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let text = Self.message(PQerrorMessage(connection))
-            PQfinish(connection)
+        // Checked before the property is set: a throwing init of a class runs deinit once every property is
+        // set, which would finish the connection a second time.
+        guard PQstatus(made) == CONNECTION_OK else {
+            let text = Self.message(PQerrorMessage(made))
+            PQfinish(made)
             throw PostgresError(.connection, "cannot connect to PostgreSQL: \(text)")
         }
+        connection = made
     }
 
     deinit { PQfinish(connection) }

@@ -254,7 +254,7 @@ final class PostgresPool: Sendable {
         // Commits that were in flight on a connection that broke: answered as done when their probe finds
         // the sealed value they wrote, sent again otherwise.
         var pending: [Job] = []
-        for job in jobs {
+        for (index, job) in jobs.enumerated() {
             guard job.inDoubt, case .commit(let probe?) = job.kind else {
                 pending.append(job)
                 continue
@@ -266,10 +266,13 @@ final class PostgresPool: Sendable {
                     options.logger.notice("a commit in flight during a connection loss had applied")
                     job.waiter.resume(returning: Self.applied)
                 } else {
-                    pending.append(job)
+                    var again = job
+                    again.inDoubt = false
+                    pending.append(again)
                 }
             } catch let error as PostgresError where error.code == .connection {
-                throw BrokenConnection(unanswered: jobs)
+                // Only the jobs not answered yet go on (each continuation is resumed exactly once).
+                throw BrokenConnection(unanswered: pending + jobs[index...])
             } catch {
                 job.waiter.resume(throwing: Self.storeError(error))
             }
@@ -284,7 +287,7 @@ final class PostgresPool: Sendable {
                 try connection.prepare(Self.commitTransaction.name, Self.commitTransaction.sql)
             }
         } catch let error as PostgresError where error.code == .connection {
-            throw BrokenConnection(unanswered: jobs)
+            throw BrokenConnection(unanswered: pending)
         } catch {
             for job in pending { job.waiter.resume(throwing: Self.storeError(error)) }
             return
@@ -336,7 +339,15 @@ final class PostgresPool: Sendable {
                 }
             } else {
                 // One call failed (not a conflict: those are answered inside): nothing applied; each goes alone.
-                for job in commits { try work([job], on: connection) }
+                var rest = commits[...]
+                while let job = rest.first {
+                    rest = rest.dropFirst()
+                    do {
+                        try work([job], on: connection)
+                    } catch let broken as BrokenConnection {
+                        throw BrokenConnection(unanswered: broken.unanswered + rest)
+                    }
+                }
             }
         }
     }

@@ -111,9 +111,10 @@ def test_idempotency_key_replays_across_daemons(pair, sdk):
     a, b = handler_for(pair, pair.a), handler_for(pair, pair.b)
     user, wallet = payer(sdk, handler=a)
     card_id, _ = register_card(sdk, user, FRICTIONLESS, "Mozilla/5.0 (pair)", handler=b)
-    key = "pair-" + uuid.uuid4().hex
-    first = pay(sdk, user, wallet, card_id, 700, handler=a, idempotency_key=key)
-    second = pay(sdk, user, wallet, card_id, 700, handler=b, idempotency_key=key)
+    key = str(uuid.uuid4())
+    ip = "10.16.16.16"  # the same request twice (a different body under the same key is a 409)
+    first = pay(sdk, user, wallet, card_id, 700, handler=a, idempotency_key=key, ip=ip)
+    second = pay(sdk, user, wallet, card_id, 700, handler=b, idempotency_key=key, ip=ip)
     assert first.id == second.id
     assert balance(sdk, wallet, handler=b) == 700
 
