@@ -19,7 +19,8 @@ public struct DaemonStore: Sendable {
 
     public init(
         store: any RecordStore, fingerprintKeys: any FingerprintKeySource, leadership: any Leadership,
-        keyMetricsText: @escaping @Sendable () -> String, registerAdminCommands: @escaping @Sendable (AdminHandlers) -> Void,
+        keyMetricsText: @escaping @Sendable () -> String,
+        registerAdminCommands: @escaping @Sendable (AdminHandlers) -> Void,
         close: @escaping @Sendable () -> Void
     ) {
         self.store = store
@@ -34,7 +35,8 @@ public struct DaemonStore: Sendable {
     public static func file(_ store: EncryptedFileStore) -> DaemonStore {
         DaemonStore(
             store: store, fingerprintKeys: store.fingerprintKeys, leadership: SoleLeadership(),
-            keyMetricsText: { store.keyMetricsText() }, registerAdminCommands: { StoreAdminCommands.register(store, in: $0) },
+            keyMetricsText: { store.keyMetricsText() },
+            registerAdminCommands: { StoreAdminCommands.register(store, in: $0) },
             close: { store.close() })
     }
 }

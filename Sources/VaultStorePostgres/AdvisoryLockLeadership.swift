@@ -27,7 +27,8 @@ public final class AdvisoryLockLeadership: Leadership {
     /// The lock key of a job: the first 8 bytes of HMAC-SHA256 over its name (a fixed, public key).
     static func lockKey(_ job: String) -> Int64 {
         let mac = HMACSHA256.authenticationCode(
-            for: Array(("cardvault job " + job).utf8), using: SymmetricKey(copying: Array("cardvault leadership v1".utf8)))
+            for: Array(("cardvault job " + job).utf8),
+            using: SymmetricKey(copying: Array("cardvault leadership v1".utf8)))
         return mac.prefix(8).reduce(Int64(0)) { ($0 << 8) | Int64($1) } & Int64.max
     }
 
@@ -38,7 +39,10 @@ public final class AdvisoryLockLeadership: Leadership {
             // A new connection holds nothing: what was held went with the old one.
             if connection.prepared.isEmpty { held.withLock { $0.removeAll() } }
             try connection.prepare("cv_lead", "SELECT pg_try_advisory_lock($1)")
-            try connection.prepare("cv_held", "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND ((classid::bigint << 32) | objid::bigint) = $1")
+            try connection.prepare(
+                "cv_held",
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND ((classid::bigint << 32) | objid::bigint) = $1"
+            )
             if held.withLock({ $0.contains(key) }) {
                 // Still ours if the session is the same one (checked by asking the server).
                 let still = try connection.run("cv_held", [.int64(key)])

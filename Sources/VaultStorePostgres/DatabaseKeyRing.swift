@@ -30,7 +30,9 @@ public final class DatabaseKeyRing: Sendable {
 
     let state: Locked<State>
 
-    private init(keysDirectory: String, state: State, secret: SymmetricKey, policy: KeyRotationPolicy, clock: any WallClock) {
+    private init(
+        keysDirectory: String, state: State, secret: SymmetricKey, policy: KeyRotationPolicy, clock: any WallClock
+    ) {
         self.keysDirectory = keysDirectory
         self.state = Locked(state)
         self.fingerprintKeys = DerivedFingerprintKeys(secret: secret)
@@ -66,7 +68,8 @@ public final class DatabaseKeyRing: Sendable {
         do {
             return SymmetricKey(try AESGCM.open(sealed, using: kek, authenticating: label))
         } catch {
-            throw KeyRingError(.damaged, "the database holds a data key that fails authentication under this master key")
+            throw KeyRingError(
+                .damaged, "the database holds a data key that fails authentication under this master key")
         }
     }
 
@@ -97,7 +100,8 @@ public final class DatabaseKeyRing: Sendable {
                 ])
             rows = try connection.execute("SELECT 1 FROM cardvault_keyring")
         }
-        let ring = try connection.execute("SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring")
+        let ring = try connection.execute(
+            "SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring")
         guard let checkHex = ring.text(0, 0), let secretHex = ring.text(0, 1), let check = hexBytes(checkHex),
             let wrappedSecret = hexBytes(secretHex)
         else { throw KeyRingError(.damaged, "the database keyring cannot be read") }
@@ -169,16 +173,19 @@ public final class DatabaseKeyRing: Sendable {
             var keys: [UInt32: SymmetricKey] = [:]
             var infos: [DataKeyInfo] = []
             for row in rows.rows.indices {
-                guard let versionValue = rows.int64(row, 3), let created = rows.int64(row, 4), let seals = rows.int64(row, 6),
+                guard let versionValue = rows.int64(row, 3), let created = rows.int64(row, 4),
+                    let seals = rows.int64(row, 6),
                     let version = UInt32(exactly: versionValue)
                 else { continue }
                 let wrapped = rows.bytes(row, 5)
                 if let wrapped {
-                    keys[version] = try state.keys[version] ?? Self.unwrap(wrapped, kek: state.kek, label: Self.dekLabel(version))
+                    keys[version] =
+                        try state.keys[version] ?? Self.unwrap(wrapped, kek: state.kek, label: Self.dekLabel(version))
                 }
                 infos.append(
                     DataKeyInfo(
-                        version: version, created: Date(timeIntervalSince1970: TimeInterval(created)), retired: wrapped == nil,
+                        version: version, created: Date(timeIntervalSince1970: TimeInterval(created)),
+                        retired: wrapped == nil,
                         seals: UInt64(max(0, seals))))
             }
             guard let currentVersion = UInt32(exactly: current), keys[currentVersion] != nil else {
@@ -209,10 +216,13 @@ public final class DatabaseKeyRing: Sendable {
 
     /// Grants `count` seals under the current version, reserving a block in the database when this
     /// daemon's share is used up, and replacing the version when it reaches its seal or age limit.
-    func reserveSeals(_ count: Int, pool: PostgresPool, logger: Logger) async throws -> (version: UInt32, key: SymmetricKey) {
+    func reserveSeals(
+        _ count: Int, pool: PostgresPool, logger: Logger
+    ) async throws -> (version: UInt32, key: SymmetricKey) {
         let wanted = UInt64(max(count, 0))
         guard wanted <= policy.maximumSeals else {
-            throw KeyRingError(.sealLimit, "\(wanted) seals at once exceed the limit of \(policy.maximumSeals) per data key")
+            throw KeyRingError(
+                .sealLimit, "\(wanted) seals at once exceed the limit of \(policy.maximumSeals) per data key")
         }
         for _ in 0..<8 {
             let now = clock.now
@@ -247,7 +257,8 @@ public final class DatabaseKeyRing: Sendable {
                         WHERE version = $1 AND wrapped IS NOT NULL AND seals + $2 <= $3 RETURNING seals
                         """)
                     return try connection.run(
-                        "cv_reserve", [.int32(Int32(bitPattern: version)), .int64(Int64(block)), .int64(Int64(policy.maximumSeals))])
+                        "cv_reserve",
+                        [.int32(Int32(bitPattern: version)), .int64(Int64(block)), .int64(Int64(policy.maximumSeals))])
                 }
                 if rows.rows.isEmpty {
                     // The version is full (or retired, or replaced): a new one takes over.
@@ -256,7 +267,9 @@ public final class DatabaseKeyRing: Sendable {
                 }
                 state.withLock { state in
                     state.unused[version, default: 0] += block
-                    if let index = state.infos.firstIndex(where: { $0.version == version }), let seals = rows.int64(0, 0) {
+                    if let index = state.infos.firstIndex(where: { $0.version == version }),
+                        let seals = rows.int64(0, 0)
+                    {
                         state.infos[index].seals = UInt64(max(0, seals))
                     }
                 }
@@ -314,7 +327,8 @@ public final class DatabaseKeyRing: Sendable {
                 let wrapped = try Self.wrap(dek, kek: kek, label: Self.dekLabel(version))
                 try connection.prepare(
                     "cv_add_key", "INSERT INTO cardvault_data_keys (version, created, wrapped) VALUES ($1, $2, $3)")
-                _ = try connection.run("cv_add_key", [.int32(Int32(bitPattern: version)), .int64(created), .bytes(wrapped)])
+                _ = try connection.run(
+                    "cv_add_key", [.int32(Int32(bitPattern: version)), .int64(created), .bytes(wrapped)])
                 try connection.execute(
                     "UPDATE cardvault_keyring SET current_version = \(version), generation = generation + 1")
                 try connection.execute("COMMIT")
@@ -329,12 +343,17 @@ public final class DatabaseKeyRing: Sendable {
             let current = currentVersion
             return dataKeys.first { $0.version == current }!
         }
-        let info = dataKeys.first { $0.version == added } ?? DataKeyInfo(
-            version: added, created: Date(timeIntervalSince1970: TimeInterval(created)), retired: false)
+        let info =
+            dataKeys.first { $0.version == added }
+            ?? DataKeyInfo(
+                version: added, created: Date(timeIntervalSince1970: TimeInterval(created)), retired: false)
         if let reason {
             logger.notice(
                 "data key rotated automatically",
-                ["reason": .string(reason.rawValue), "version": .int(Int(added)), "sealLimit": .int(Int(policy.maximumSeals))])
+                [
+                    "reason": .string(reason.rawValue), "version": .int(Int(added)),
+                    "sealLimit": .int(Int(policy.maximumSeals)),
+                ])
         } else {
             logger.notice("data key rotated", ["version": .int(Int(added))])
         }
@@ -400,8 +419,10 @@ public final class DatabaseKeyRing: Sendable {
             do {
                 try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresSchema.keyLock))")
                 let ring = try connection.execute(
-                    "SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring FOR UPDATE")
-                guard ring.text(0, 0).flatMap(Self.hexBytes) == oldCheck, let wrappedSecret = ring.text(0, 1).flatMap(Self.hexBytes)
+                    "SELECT encode(kek_check, 'hex'), encode(fingerprint_secret, 'hex') FROM cardvault_keyring FOR UPDATE"
+                )
+                guard ring.text(0, 0).flatMap(Self.hexBytes) == oldCheck,
+                    let wrappedSecret = ring.text(0, 1).flatMap(Self.hexBytes)
                 else { throw KeyRingError(.wrongMasterKey, "the database keyring is under another master key") }
                 let plainSecret = try Self.unwrap(wrappedSecret, kek: old, label: Self.fingerprintLabel)
                 let live = try connection.execute("SELECT version FROM cardvault_data_keys WHERE wrapped IS NOT NULL")
@@ -409,14 +430,18 @@ public final class DatabaseKeyRing: Sendable {
                 guard liveVersions.isSubset(of: Set(rewrapped.map(\.0))) else {
                     throw KeyRingError(.versionInUse, "the keyring changed meanwhile; run the master rotation again")
                 }
-                try connection.prepare("cv_rewrap_key", "UPDATE cardvault_data_keys SET wrapped = $2 WHERE version = $1 AND wrapped IS NOT NULL")
+                try connection.prepare(
+                    "cv_rewrap_key",
+                    "UPDATE cardvault_data_keys SET wrapped = $2 WHERE version = $1 AND wrapped IS NOT NULL")
                 for (version, wrapped) in rewrapped {
                     _ = try connection.run("cv_rewrap_key", [.int32(Int32(bitPattern: version)), .bytes(wrapped)])
                 }
                 try connection.prepare(
-                    "cv_rewrap_ring", "UPDATE cardvault_keyring SET kek_check = $1, fingerprint_secret = $2, generation = generation + 1")
+                    "cv_rewrap_ring",
+                    "UPDATE cardvault_keyring SET kek_check = $1, fingerprint_secret = $2, generation = generation + 1")
                 _ = try connection.run(
-                    "cv_rewrap_ring", [.bytes(nextCheck), .bytes(try Self.wrap(plainSecret, kek: next, label: Self.fingerprintLabel))])
+                    "cv_rewrap_ring",
+                    [.bytes(nextCheck), .bytes(try Self.wrap(plainSecret, kek: next, label: Self.fingerprintLabel))])
                 try connection.execute("COMMIT")
                 return PostgresRows(rows: [], affected: 0)
             } catch {

@@ -36,7 +36,8 @@ public struct PostgresError: CodedError, Equatable {
     /// Whether the statement may succeed when sent again unchanged (deadlock, serialization failure,
     /// a standby that is being promoted, a server shutting down).
     var isTransient: Bool {
-        code == .connection || ["40001", "40P01", "57P01", "57P02", "57P03", "25006", "08006", "08003", "08000"].contains(sqlState)
+        code == .connection
+            || ["40001", "40P01", "57P01", "57P02", "57P03", "25006", "08006", "08003", "08000"].contains(sqlState)
     }
 }
 
@@ -136,8 +137,11 @@ final class PostgresConnection {
         }
         let made = keyPointers.withUnsafeMutableBufferPointer { keyBuffer in
             valuePointers.withUnsafeMutableBufferPointer { valueBuffer in
-                keyBuffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: keyBuffer.count) { k in
-                    valueBuffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: valueBuffer.count) { v in
+                keyBuffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: keyBuffer.count) {
+                    k in
+                    valueBuffer.baseAddress!.withMemoryRebound(
+                        to: UnsafePointer<CChar>?.self, capacity: valueBuffer.count
+                    ) { v in
                         PQconnectdbParams(k, v, 1)
                     }
                 }
@@ -237,7 +241,8 @@ final class PostgresConnection {
                 defer { PQclear(result) }
                 let status = PQresultStatus(result)
                 if status == PGRES_PIPELINE_ABORTED {
-                    outcome = .failure(pendingError ?? PostgresError(.statement, "statement skipped after an earlier failure"))
+                    outcome = .failure(
+                        pendingError ?? PostgresError(.statement, "statement skipped after an earlier failure"))
                 } else {
                     do {
                         outcome = .success(try rows(of: result, binary: true))
@@ -288,7 +293,8 @@ final class PostgresConnection {
                 try lengths.withUnsafeBufferPointer { lengthBuffer in
                     try formats.withUnsafeBufferPointer { formatBuffer in
                         try body(
-                            Int32(encoded.count), values.baseAddress, lengthBuffer.baseAddress, formatBuffer.baseAddress)
+                            Int32(encoded.count), values.baseAddress, lengthBuffer.baseAddress, formatBuffer.baseAddress
+                        )
                     }
                 }
             }
@@ -305,7 +311,8 @@ final class PostgresConnection {
             if !isHealthy || state.hasPrefix("08") || state.isEmpty && PQstatus(connection) != CONNECTION_OK {
                 throw PostgresError(.connection, "PostgreSQL connection failed: \(primary)", sqlState: state)
             }
-            throw PostgresError(.statement, "PostgreSQL refused a statement (SQLSTATE \(state)): \(primary)", sqlState: state)
+            throw PostgresError(
+                .statement, "PostgreSQL refused a statement (SQLSTATE \(state)): \(primary)", sqlState: state)
         default:
             throw PostgresError(.statement, "unexpected PostgreSQL result status \(PQresultStatus(result).rawValue)")
         }

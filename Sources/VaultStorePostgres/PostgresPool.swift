@@ -73,7 +73,10 @@ final class PostgresPool: Sendable {
     /// Runs on each new connection before it takes work (session settings).
     private let setUp: @Sendable (PostgresConnection) throws -> Void
 
-    init(options: PostgresStoreOptions, connections: Int, name: String, setUp: @escaping @Sendable (PostgresConnection) throws -> Void) {
+    init(
+        options: PostgresStoreOptions, connections: Int, name: String,
+        setUp: @escaping @Sendable (PostgresConnection) throws -> Void
+    ) {
         self.options = options
         self.threads = max(1, connections)
         self.setUp = setUp
@@ -89,7 +92,9 @@ final class PostgresPool: Sendable {
     var connectedCount: Int { queue.withLock { $0.connected } }
 
     /// Queues a job and waits for its rows.
-    func run(_ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read) async throws -> PostgresRows {
+    func run(
+        _ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read
+    ) async throws -> PostgresRows {
         try await withUnsafeThrowingContinuation { (waiter: UnsafeContinuation<PostgresRows, any Error>) in
             let job = Job(statement: statement, parameters: parameters, kind: kind, enqueued: Date(), waiter: waiter)
             let refused = queue.withLock { queue -> Bool in
@@ -193,7 +198,8 @@ final class PostgresPool: Sendable {
         let carriedExpired = carried.filter { $0.enqueued < deadline }
         carried.removeAll { $0.enqueued < deadline }
         for job in queuedExpired + carriedExpired {
-            job.waiter.resume(throwing: StoreError(.unavailable, "the database is unreachable; the write may not have applied"))
+            job.waiter.resume(
+                throwing: StoreError(.unavailable, "the database is unreachable; the write may not have applied"))
         }
     }
 
@@ -292,12 +298,17 @@ final class PostgresPool: Sendable {
             for job in pending { job.waiter.resume(throwing: Self.storeError(error)) }
             return
         }
-        for job in reads { steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: true)) }
+        for job in reads {
+            steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: true))
+        }
         if commits.count == 1 {
-            steps.append(.init(statement: commits[0].statement.name, parameters: commits[0].parameters, syncAfter: true))
+            steps.append(
+                .init(statement: commits[0].statement.name, parameters: commits[0].parameters, syncAfter: true))
         } else if commits.count > 1 {
             steps.append(.init(statement: Self.begin.name, parameters: [], syncAfter: false))
-            for job in commits { steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: false)) }
+            for job in commits {
+                steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: false))
+            }
             steps.append(.init(statement: Self.commitTransaction.name, parameters: [], syncAfter: true))
         }
         let outcomes: [Result<PostgresRows, PostgresError>]

@@ -39,7 +39,9 @@ extension PostgresRecordStore {
         try await keyRing.refresh(pool: pool)
         let counts = try await keyVersionCounts()
         let current = keyRing.currentVersion
-        return keyRing.dataKeys.map { DataKeyStatus.of(key: $0, records: counts[$0.version] ?? 0, isCurrent: $0.version == current) }
+        return keyRing.dataKeys.map {
+            DataKeyStatus.of(key: $0, records: counts[$0.version] ?? 0, isCurrent: $0.version == current)
+        }
     }
 
     /// Adds a data key version; every daemon seals under it from its next write on.
@@ -72,7 +74,8 @@ extension PostgresRecordStore {
                 guard let collection = rows.text(row, 0), let id = rows.text(row, 1) else { continue }
                 after = (collection, id)
                 report.checked += 1
-                guard let version = rows.int64(row, 2), let keyVersion = rows.int64(row, 3), let sealed = rows.bytes(row, 4)
+                guard let version = rows.int64(row, 2), let keyVersion = rows.int64(row, 3),
+                    let sealed = rows.bytes(row, 4)
                 else { continue }
                 do {
                     _ = try await open(
@@ -102,10 +105,12 @@ extension PostgresRecordStore {
             var stale = false
             while !stale {
                 let rows = try await pool.run(
-                    Self.pageOffKeyStatement, [.int32(Int32(bitPattern: current)), .text(after.0), .text(after.1), .int64(256)])
+                    Self.pageOffKeyStatement,
+                    [.int32(Int32(bitPattern: current)), .text(after.0), .text(after.1), .int64(256)])
                 if rows.rows.isEmpty { break }
                 for row in rows.rows.indices {
-                    guard let collection = rows.text(row, 0), let id = rows.text(row, 1), let version = rows.int64(row, 2),
+                    guard let collection = rows.text(row, 0), let id = rows.text(row, 1),
+                        let version = rows.int64(row, 2),
                         let keyVersion = rows.int64(row, 3), let sealed = rows.bytes(row, 4)
                     else { continue }
                     after = (collection, id)
@@ -118,7 +123,8 @@ extension PostgresRecordStore {
                             keyVersion: UInt32(truncatingIfNeeded: keyVersion), sealed: sealed)
                     } catch let error as StoreError {
                         failed.insert(collection + "/" + id)
-                        report.failures.append(VerifyFailure.record(collection: collection, id: id, reason: error.message))
+                        report.failures.append(
+                            VerifyFailure.record(collection: collection, id: id, reason: error.message))
                         continue
                     }
                     let key = try await keyRing.reserveSeals(1, pool: pool, logger: options.logger)
@@ -129,7 +135,8 @@ extension PostgresRecordStore {
                     let answer = try await pool.run(
                         Self.rewrapStatement,
                         [
-                            .text(collection), .text(id), .int64(version), .int32(Int32(truncatingIfNeeded: keyVersion)),
+                            .text(collection), .text(id), .int64(version),
+                            .int32(Int32(truncatingIfNeeded: keyVersion)),
                             .int32(Int32(bitPattern: key.version)), .bytes(resealed),
                         ])
                     switch answer.int64(0, 0) ?? 0 {
@@ -165,7 +172,8 @@ extension PostgresRecordStore {
         text += "# HELP cardvault_data_key_age_seconds Age of each data key version.\n"
         text += "# TYPE cardvault_data_key_age_seconds gauge\n"
         for key in keys {
-            text += "cardvault_data_key_age_seconds{version=\"\(key.version)\"} \(Int64(max(0, now.timeIntervalSince(key.created))))\n"
+            text +=
+                "cardvault_data_key_age_seconds{version=\"\(key.version)\"} \(Int64(max(0, now.timeIntervalSince(key.created))))\n"
         }
         text += "# HELP cardvault_data_key_current_version The data key version new records are sealed under.\n"
         text += "# TYPE cardvault_data_key_current_version gauge\n"
@@ -179,4 +187,3 @@ extension PostgresRecordStore {
         return text
     }
 }
-

@@ -26,7 +26,8 @@ public struct PostgresStoreOptions: Sendable {
     public init(
         uri: String, poolSize: Int = 8, synchronousCommit: String = "on", requestTimeout: TimeInterval = 15,
         keyRefreshInterval: TimeInterval = 0.25, applicationName: String = "cardvault",
-        keyRotation: KeyRotationPolicy = KeyRotationPolicy(), clock: any WallClock = SystemClock(), logger: Logger = .disabled
+        keyRotation: KeyRotationPolicy = KeyRotationPolicy(), clock: any WallClock = SystemClock(),
+        logger: Logger = .disabled
     ) {
         self.uri = uri
         self.poolSize = poolSize
@@ -57,7 +58,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     private let watcher: KeyRingWatcher
 
     static let getStatement = PostgresStatement(
-        name: "cv_get", sql: "SELECT version, key_version, value FROM cardvault_records WHERE collection = $1 AND id = $2")
+        name: "cv_get",
+        sql: "SELECT version, key_version, value FROM cardvault_records WHERE collection = $1 AND id = $2")
     static let scanStatement = PostgresStatement(
         name: "cv_scan",
         sql: """
@@ -86,7 +88,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     ///   when it cannot be reached; ``KeyRingError`` for key problems.
     public static func open(options: PostgresStoreOptions, keysDirectory: String) throws -> PostgresRecordStore {
         guard PostgresStoreOptions.synchronousCommitLevels.contains(options.synchronousCommit) else {
-            throw PostgresError(.configuration, "synchronous_commit must be one of on, remote_apply, remote_write, local, off")
+            throw PostgresError(
+                .configuration, "synchronous_commit must be one of on, remote_apply, remote_write, local, off")
         }
         let connection = try PostgresConnection(uri: options.uri, applicationName: options.applicationName)
         try PostgresSchema.check(on: connection)
@@ -117,8 +120,11 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         }
         self.watcher = KeyRingWatcher(keyRing: keyRing, options: options, connection: watcherConnection)
         options.logger.info(
-            "record store opened", ["backend": .string("postgresql"), "pool": .int(options.poolSize),
-                "synchronousCommit": .string(level), "keyVersion": .int(Int(keyRing.currentVersion))])
+            "record store opened",
+            [
+                "backend": .string("postgresql"), "pool": .int(options.poolSize),
+                "synchronousCommit": .string(level), "keyVersion": .int(Int(keyRing.currentVersion)),
+            ])
     }
 
     /// Stops the pool and the keyring watcher, giving back unused seal reservations. Idempotent.
@@ -135,7 +141,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     // MARK: Sealing
 
     /// "cvp1", data key version, record version, then collection and id after their lengths.
-    static func authenticatedData(collection: String, id: String, keyVersion: UInt32, recordVersion: UInt64) -> [UInt8] {
+    static func authenticatedData(collection: String, id: String, keyVersion: UInt32, recordVersion: UInt64) -> [UInt8]
+    {
         var aad: [UInt8] = Array("cvp1".utf8)
         aad.reserveCapacity(18 + collection.utf8.count + id.utf8.count)
         withUnsafeBytes(of: keyVersion.littleEndian) { aad += $0 }
@@ -147,7 +154,9 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         return aad
     }
 
-    func open(collection: String, id: String, version: UInt64, keyVersion: UInt32, sealed: [UInt8]) async throws -> [UInt8] {
+    func open(
+        collection: String, id: String, version: UInt64, keyVersion: UInt32, sealed: [UInt8]
+    ) async throws -> [UInt8] {
         var key = keyRing.key(version: keyVersion)
         if key == nil {
             // A version made by another daemon since the last refresh.
@@ -155,12 +164,15 @@ public final class PostgresRecordStore: RecordStore, Sendable {
             key = keyRing.key(version: keyVersion)
         }
         guard let key else {
-            throw StoreError(.corrupted, "\(collection)/\(id) is sealed under data key version \(keyVersion), which is retired or unknown")
+            throw StoreError(
+                .corrupted,
+                "\(collection)/\(id) is sealed under data key version \(keyVersion), which is retired or unknown")
         }
         do {
             let plain = try AESGCM.open(
                 sealed, using: key,
-                authenticating: Self.authenticatedData(collection: collection, id: id, keyVersion: keyVersion, recordVersion: version))
+                authenticating: Self.authenticatedData(
+                    collection: collection, id: id, keyVersion: keyVersion, recordVersion: version))
             return plain.withUnsafeBytes { Array($0) }
         } catch {
             throw StoreError(.corrupted, "\(collection)/\(id) fails authentication")
@@ -177,7 +189,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
             let sealed = rows.bytes(0, 2)
         else { return nil }
         let value = try await open(
-            collection: collection, id: id, version: UInt64(version), keyVersion: UInt32(truncatingIfNeeded: keyVersion),
+            collection: collection, id: id, version: UInt64(version),
+            keyVersion: UInt32(truncatingIfNeeded: keyVersion),
             sealed: sealed)
         return Record(collection: collection, id: id, version: UInt64(version), value: value)
     }
@@ -198,7 +211,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
                 let sealed = rows.bytes(row, 3)
             else { continue }
             let value = try await open(
-                collection: collection, id: id, version: UInt64(version), keyVersion: UInt32(truncatingIfNeeded: keyVersion),
+                collection: collection, id: id, version: UInt64(version),
+                keyVersion: UInt32(truncatingIfNeeded: keyVersion),
                 sealed: sealed)
             records.append(Record(collection: collection, id: id, version: UInt64(version), value: value))
         }
@@ -232,7 +246,10 @@ public final class PostgresRecordStore: RecordStore, Sendable {
             if !unconditional.isEmpty {
                 let rows = try await pool.run(
                     Self.versionsStatement,
-                    [.textArray(unconditional.map { writes[$0].collection }), .textArray(unconditional.map { writes[$0].id })])
+                    [
+                        .textArray(unconditional.map { writes[$0].collection }),
+                        .textArray(unconditional.map { writes[$0].id }),
+                    ])
                 for row in rows.rows.indices {
                     if let ordinal = rows.int64(row, 0), let version = rows.int64(row, 1) {
                         known[unconditional[Int(ordinal) - 1]] = UInt64(version)
@@ -359,7 +376,8 @@ final class KeyRingWatcher: Sendable {
                     if connection == nil {
                         connection = try PostgresConnection(uri: options.uri, applicationName: options.applicationName)
                     }
-                    try connection!.prepare(DatabaseKeyRing.generationStatement.name, DatabaseKeyRing.generationStatement.sql)
+                    try connection!.prepare(
+                        DatabaseKeyRing.generationStatement.name, DatabaseKeyRing.generationStatement.sql)
                     let rows = try connection!.run(DatabaseKeyRing.generationStatement.name, [])
                     if let generation = rows.int64(0, 0), generation != keyRing.generation {
                         try keyRing.reload(on: connection!)

@@ -1,5 +1,5 @@
-import Foundation
 import Configuration
+import Foundation
 import VaultCore
 import VaultStorePostgres
 
@@ -27,7 +27,8 @@ enum DatabaseCommand: Command {
         try arguments.finish()
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         guard let url = configuration.databaseURL?.unsafeRevealed else {
-            throw CommandFailure("databaseURL is not set (CARDVAULT_DATABASE_URL); the file store needs no migration", status: 78)
+            throw CommandFailure(
+                "databaseURL is not set (CARDVAULT_DATABASE_URL); the file store needs no migration", status: 78)
         }
         do {
             switch action {

@@ -27,7 +27,9 @@ enum PostgresAdminCommands {
         }
         handlers.register("keys.rotate") { _, _ in
             let info = try await store.rotateDataKey()
-            return .object(["version": .int(Int(info.version)), "created": .int(Int(info.created.timeIntervalSince1970))])
+            return .object([
+                "version": .int(Int(info.version)), "created": .int(Int(info.created.timeIntervalSince1970)),
+            ])
         }
         handlers.register("keys.rotate-master") { _, _ in
             try await store.rotateMasterKey()

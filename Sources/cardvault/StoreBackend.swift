@@ -23,7 +23,8 @@ enum StoreBackend {
         do {
             store = try PostgresRecordStore.open(options: options, keysDirectory: configuration.keysDirectory)
         } catch let error as PostgresError {
-            throw CommandFailure("cannot open the PostgreSQL store: \(error.message)", status: error.code == .schema ? 78 : 1)
+            throw CommandFailure(
+                "cannot open the PostgreSQL store: \(error.message)", status: error.code == .schema ? 78 : 1)
         } catch let error as KeyRingError {
             throw CommandFailure("cannot open the keys: \(error.message)")
         }

@@ -130,7 +130,8 @@ import VaultStorePostgres
                 group.addTask {
                     do {
                         try await store.commit([
-                            .put(collection: "payins", id: "p1", value: Array("SUCCEEDED".utf8), condition: .version(1)),
+                            .put(
+                                collection: "payins", id: "p1", value: Array("SUCCEEDED".utf8), condition: .version(1)),
                             .put(collection: "credits", id: "p1", value: [UInt8(index)], condition: .absent),
                         ])
                         return 1

@@ -33,19 +33,22 @@ final class PostgresTestCluster: Sendable {
         if getuid() == 0 { try Self.check("/bin/chown", ["postgres:postgres", directory]) }
         let port = Self.freePort()
         try Self.asServerUser(
-            Self.binaries + "/initdb", ["-D", directory + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+            Self.binaries + "/initdb",
+            ["-D", directory + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
         let settings = [
             "listen_addresses=''", "unix_socket_directories='\(directory)'", "port=\(port)", "fsync=on",
             "max_connections=200", "shared_buffers=64MB",
         ].map { "-c " + $0 }.joined(separator: " ")
         try Self.asServerUser(
-            Self.binaries + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings, "start"])
+            Self.binaries + "/pg_ctl",
+            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings, "start"])
         baseURL = "postgresql:///postgres?host=\(directory)&port=\(port)&user=postgres"
         clusterDirectory = directory
         atexit {
             if let directory = clusterDirectory {
                 _ = try? PostgresTestCluster.asServerUser(
-                    PostgresTestCluster.binaries + "/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+                    PostgresTestCluster.binaries + "/pg_ctl",
+                    ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
                 try? FileManager.default.removeItem(atPath: directory)
             }
         }
@@ -61,7 +64,8 @@ final class PostgresTestCluster: Sendable {
     /// Runs SQL with psql against the base database.
     @discardableResult
     func psql(_ sql: String) throws -> String {
-        try Self.check(Self.binaries + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", baseURL, "-c", sql])
+        try Self.check(
+            Self.binaries + "/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", baseURL, "-c", sql])
     }
 
     static func freePort() -> Int {
@@ -119,7 +123,9 @@ final class PostgresTestCluster: Sendable {
         }
         var child: pid_t = 0
         let spawned = posix_spawn(&child, program, &actions, &attributes, argv, envp)
-        guard spawned == 0 else { throw ClusterFailure("cannot start \(program): \(String(cString: strerror(spawned)))") }
+        guard spawned == 0 else {
+            throw ClusterFailure("cannot start \(program): \(String(cString: strerror(spawned)))")
+        }
         var status: Int32 = 0
         while waitpid(child, &status, 0) == -1 && errno == EINTR {}
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
@@ -145,7 +151,8 @@ final class PostgresSandbox: Sendable {
 
     init(options: (String) -> PostgresStoreOptions = { PostgresStoreOptions(uri: $0, poolSize: 4) }) throws {
         guard let cluster = PostgresTestCluster.shared else {
-            throw ClusterFailure("no PostgreSQL for the tests: install postgresql (Debian) or set CARDVAULT_TEST_DATABASE_URL")
+            throw ClusterFailure(
+                "no PostgreSQL for the tests: install postgresql (Debian) or set CARDVAULT_TEST_DATABASE_URL")
         }
         url = try cluster.freshURL()
         sandbox = try StoreSandbox()
@@ -156,7 +163,8 @@ final class PostgresSandbox: Sendable {
     /// Another store (another "daemon") on the same schema and master key.
     func openAnother(_ options: PostgresStoreOptions? = nil) throws -> ClosingPostgresStore {
         ClosingPostgresStore(
-            try PostgresRecordStore.open(options: options ?? PostgresStoreOptions(uri: url, poolSize: 4), keysDirectory: sandbox.keys))
+            try PostgresRecordStore.open(
+                options: options ?? PostgresStoreOptions(uri: url, poolSize: 4), keysDirectory: sandbox.keys))
     }
 }
 

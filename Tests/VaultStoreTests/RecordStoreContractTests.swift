@@ -26,7 +26,9 @@ import VaultStorePostgres
         let store = try await factory.make()
         let version = try await store.put("cards", id: "c1", value: [1, 2, 3], condition: .absent)
         #expect(version == 1)
-        #expect(try await store.get("cards", id: "c1") == Record(collection: "cards", id: "c1", version: 1, value: [1, 2, 3]))
+        #expect(
+            try await store.get("cards", id: "c1")
+                == Record(collection: "cards", id: "c1", version: 1, value: [1, 2, 3]))
         #expect(try await store.get("cards", id: "c2") == nil)
         #expect(try await store.get("users", id: "c1") == nil)
     }
@@ -102,7 +104,9 @@ import VaultStorePostgres
     @Test(arguments: stores)
     func invalidNamesAreRefused(_ factory: StoreFactory) async throws {
         let store = try await factory.make()
-        for (collection, id) in [("", "x"), ("cards", ""), ("cards", "a/b"), ("cards", String(repeating: "x", count: 201))] {
+        for (collection, id) in [
+            ("", "x"), ("cards", ""), ("cards", "a/b"), ("cards", String(repeating: "x", count: 201)),
+        ] {
             await #expect(throws: StoreError(.invalidArgument, "")) {
                 try await store.put(collection, id: id, value: [1])
             }
@@ -148,7 +152,8 @@ import VaultStorePostgres
         }
         #expect(try await store.get("a", id: "z") == nil)
         let emptied = try await store.commit([
-            .delete(collection: "a", id: "x", condition: .version(3)), .put(collection: "a", id: "x", value: [9], condition: .absent),
+            .delete(collection: "a", id: "x", condition: .version(3)),
+            .put(collection: "a", id: "x", value: [9], condition: .absent),
         ])
         #expect(emptied == [0, 1])
     }
@@ -169,7 +174,8 @@ import VaultStorePostgres
                         let next = Int(String(decoding: record.value, as: UTF8.self))! + 1
                         do {
                             try await store.put(
-                                "counters", id: "n", value: Array(String(next).utf8), condition: .version(record.version))
+                                "counters", id: "n", value: Array(String(next).utf8),
+                                condition: .version(record.version))
                             done += 1
                         } catch let error as StoreError where error.code == .conflict {
                             conflicts += 1
@@ -217,7 +223,9 @@ import VaultStorePostgres
             for writer in 0..<16 {
                 group.addTask {
                     for index in 0..<20 {
-                        try await store.put("cards", id: "w\(writer)-\(index)", value: Array(repeating: UInt8(index), count: 100 + writer))
+                        try await store.put(
+                            "cards", id: "w\(writer)-\(index)",
+                            value: Array(repeating: UInt8(index), count: 100 + writer))
                     }
                 }
             }
@@ -280,7 +288,9 @@ final class SandboxedStore: RecordStore {
 final class SandboxedPostgresStore: RecordStore {
     let sandbox: PostgresSandbox
     init(sandbox: PostgresSandbox) { self.sandbox = sandbox }
-    func get(_ collection: String, id: String) async throws -> Record? { try await sandbox.store.get(collection, id: id) }
+    func get(_ collection: String, id: String) async throws -> Record? {
+        try await sandbox.store.get(collection, id: id)
+    }
     func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await sandbox.store.commit(writes) }
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
         try await sandbox.store.scan(collection, prefix: prefix, after: after, limit: limit)
