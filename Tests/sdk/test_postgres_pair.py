@@ -215,6 +215,100 @@ def test_primary_sigkill_with_synchronous_standby_promoted_loses_nothing_and_bot
         standby.remove()
 
 
+def _binary():
+    return os.environ.get("CARDVAULT_BIN", str(pathlib.Path(__file__).resolve().parents[2] / ".build/release/cardvault"))
+
+
+def test_serve_refuses_a_database_without_the_schema_naming_db_migrate(tmp_path):
+    cluster = PostgresCluster().start()
+    try:
+        subprocess.run([_binary(), "keys", "init", "--keys-dir", str(tmp_path / "keys")], check=True, capture_output=True)
+        env = dict(os.environ, CARDVAULT_DATABASE_URL=cluster.url(), CARDVAULT_KEYS_DIR=str(tmp_path / "keys"),
+                   CARDVAULT_DATA_DIR=str(tmp_path / "data"), CARDVAULT_LISTEN="127.0.0.1:0")
+        status = subprocess.run([_binary(), "db", "status"], env=env, capture_output=True, text=True, timeout=30)
+        assert status.returncode == 1 and "schema version 0" in status.stdout
+        refused = subprocess.run([_binary(), "serve"], env=env, capture_output=True, text=True, timeout=30)
+        assert refused.returncode == 78, refused.stderr
+        assert "cardvault db migrate" in refused.stderr
+        assert cluster.url() not in refused.stderr + refused.stdout  # the URI (it may hold a password) is never shown
+        migrated = subprocess.run([_binary(), "db", "migrate"], env=env, capture_output=True, text=True, timeout=30)
+        assert migrated.returncode == 0 and "to 1" in migrated.stdout
+        again = subprocess.run([_binary(), "db", "migrate"], env=env, capture_output=True, text=True, timeout=30)
+        assert again.returncode == 0 and "already" in again.stdout
+    finally:
+        cluster.remove()
+
+
+def test_key_rotation_through_one_daemon_is_seen_by_the_other_within_a_second(pair, sdk):
+    env = dict(os.environ, CARDVAULT_DATABASE_URL=pair.database_url, CARDVAULT_KEYS_DIR=str(pair.keys))
+
+    def status(daemon):
+        result = subprocess.run([_binary(), "keys", "status", "--json", "--data-dir", str(daemon.data_dir),
+                                 "--keys-dir", str(pair.keys)], env=env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        import json
+        return json.loads(result.stdout)["currentVersion"]
+
+    before = status(pair.b)
+    rotated = subprocess.run([_binary(), "keys", "rotate", "--data-dir", str(pair.a.data_dir), "--keys-dir", str(pair.keys)],
+                             env=env, capture_output=True, text=True, timeout=30)
+    assert rotated.returncode == 0, rotated.stderr
+    started = time.time()
+    deadline = started + 1.0
+    while status(pair.b) == before:
+        assert time.time() < deadline, "daemon B did not see the rotation within a second"
+        time.sleep(0.05)
+    # Both daemons write under the new version and read the old records.
+    card_id, _ = register_card(sdk, payer(sdk, handler=handler_for(pair, pair.b))[0], FRICTIONLESS, "Mozilla/5.0 (rot)",
+                               handler=handler_for(pair, pair.b))
+    assert sdk.Card.get(card_id, handler=handler_for(pair, pair.a)).id == card_id
+
+
+def test_the_sweeper_runs_on_one_daemon_and_moves_on_when_it_dies(tmp_path, sdk):
+    import json
+    sandbox = json.loads((pathlib.Path(__file__).resolve().parents[2] / "config" / "sandbox.json").read_text())
+    sandbox["challengeWindowSeconds"] = 2
+    path = tmp_path / "sandbox.json"
+    path.write_text(json.dumps(sandbox))
+    instance = DaemonPair(extra_env={"CARDVAULT_SANDBOX_FILE": str(path)})
+    try:
+        def swept(daemon):
+            lines = daemon.log_path.read_text(errors="replace").splitlines()
+            return sum(json.loads(text)["count"] for text in lines if '"msg":"expired 3-D Secure challenges"' in text)
+
+        def leads(daemon):
+            return '"msg":"leading background job"' in daemon.log_path.read_text(errors="replace")
+
+        deadline = time.time() + 15
+        while not (leads(instance.a) or leads(instance.b)):
+            assert time.time() < deadline
+            time.sleep(0.2)
+        leader, other = (instance.a, instance.b) if leads(instance.a) else (instance.b, instance.a)
+        assert not leads(other)
+        handler = handler_for(instance, other)
+        user, wallet = payer(sdk, handler=handler)
+        card_id, _ = register_card(sdk, user, CHALLENGED, "abandoning-browser/2", handler=handler)
+        first = pay(sdk, user, wallet, card_id, 1000, handler=handler)
+        deadline = time.time() + 20
+        while swept(leader) < 1:
+            assert time.time() < deadline, "the leading daemon did not sweep"
+            time.sleep(0.25)
+        assert swept(other) == 0
+        assert sdk.PayIn.get(first.id, handler=handler).result_code == "101304"
+        # The leader dies: the other daemon takes the sweeper over.
+        leader.process.send_signal(signal.SIGKILL)
+        leader.process.wait(timeout=5)
+        second = pay(sdk, user, wallet, card_id, 1000, handler=handler)
+        deadline = time.time() + 25
+        while swept(other) < 1:
+            assert time.time() < deadline, "no daemon took the sweeper over"
+            time.sleep(0.25)
+        assert sdk.PayIn.get(second.id, handler=handler).result_code == "101304"
+        assert balance(sdk, wallet, handler=handler) == 0
+    finally:
+        instance.stop()
+
+
 def _encodings(text):
     yield text.encode("ascii")
     yield text.encode("utf-16-le")
