@@ -76,7 +76,7 @@ final class CardVaultServer {
             "CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS": "100000000",
             "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "512",
             "CARDVAULT_RISK_FILE": home + "/risk.json",
-        ]
+        ].merging(try PostgresBackendOption.environment(home: home, binary: binary(in: context))) { $1 }
         let child = try ChildProcess.start(
             binary(in: context), ["serve", "--config", context.root + "/config/cardvault.json"],
             environment: environment)
