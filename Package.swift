@@ -28,6 +28,13 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // libcurl's variadic setopt/getinfo and its wiping allocation functions; OutboundHTTP only.
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(
             name: "CShims",
             dependencies: ["COpenSSL", "CMicroHTTPD"],
@@ -48,17 +55,27 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims", "VaultCore"], swiftSettings: swiftSettings),
-        .target(name: "VaultAPI", dependencies: ["Payments", "HTTPServer", "VaultCore"], swiftSettings: swiftSettings),
+        // The outbound HTTPS client (libcurl) and the detokenize-and-forward domain over it.
+        .target(name: "OutboundHTTP", dependencies: ["CCurl", "CCurlShims", "VaultCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "Forward",
+            dependencies: ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "VaultAPI", dependencies: ["Payments", "HTTPServer", "VaultCore", "Forward", "OutboundHTTP"], swiftSettings: swiftSettings),
 
         // Executables.
         .executableTarget(
             name: "cardvault",
-            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore"],
+            dependencies: [
+                "VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore", "Forward",
+                "OutboundHTTP",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "cardvault-bench",
-            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore"],
+            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore", "OutboundHTTP"],
             swiftSettings: swiftSettings
         ),
 
@@ -75,6 +92,10 @@ let package = Package(
         .testTarget(name: "PaymentsTests", dependencies: ["Payments", "CardKit", "VaultStore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "VaultCore"], swiftSettings: swiftSettings),
         .testTarget(name: "VaultAPITests", dependencies: ["VaultAPI", "HTTPServer", "Payments"], swiftSettings: swiftSettings),
+        .testTarget(name: "OutboundHTTPTests", dependencies: ["OutboundHTTP"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ForwardTests", dependencies: ["Forward", "OutboundHTTP", "Payments", "CardKit", "VaultStore"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "CLITests", dependencies: ["VaultCore"], swiftSettings: swiftSettings),
     ]
 )
