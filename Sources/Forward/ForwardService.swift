@@ -432,7 +432,8 @@ public final class ForwardService: Sendable {
         }
     }
 
-    static func isToken(_ text: String) -> Bool {
+    /// True when `text` is an HTTP token (a valid header name).
+    public static func isToken(_ text: String) -> Bool {
         !text.isEmpty
             && text.utf8.allSatisfy { byte in
                 (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)

@@ -135,6 +135,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var metricsToken: Redacted<String>?
     /// Automatic data key rotation.
     public var keys: Keys
+    /// Detokenize-and-forward destinations and limits.
+    public var forward: Forward
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -154,7 +156,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         http: HTTP = HTTP(),
         tls: TLS = TLS(),
         metricsToken: Redacted<String>? = nil,
-        keys: Keys = Keys()
+        keys: Keys = Keys(),
+        forward: Forward = Forward()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -174,6 +177,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.tls = tls
         self.metricsToken = metricsToken
         self.keys = keys
+        self.forward = forward
     }
 
     /// `host:port` (IPv6 hosts in brackets).

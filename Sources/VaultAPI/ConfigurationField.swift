@@ -15,6 +15,8 @@ struct ConfigurationField: Sendable {
         case origins
         /// A bearer token: 16–256 visible ASCII characters, or empty/null for none.
         case optionalToken
+        /// Comma-separated items (an array in the file), each checked by `check` (nil: fine, else the problem).
+        case list(example: String, check: @Sendable (String) -> String?)
     }
 
     /// Parsed values.
@@ -33,7 +35,7 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys"]
+    static let sections: Set<String> = ["http", "tls", "keys", "forward"]
 
     static let all: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
@@ -150,7 +152,7 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_DAYS",
             kind: .integer(0...36_500)
         ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
-    ]
+    ] + forwardFields
 
     private static func optionalText(_ value: Value) -> String? {
         if case .text(let text) = value { return text }
@@ -170,6 +172,11 @@ struct ConfigurationField: Sendable {
         case .origins:
             guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
                 throw invalid("must be an array of origins such as \"https://shop.example\"")
+            }
+            value = try parse((items as! [String]).joined(separator: ","))
+        case .list(let example, _):
+            guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
+                throw invalid("must be an array of strings such as \"\(example)\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
         case .optionalPath, .optionalToken:
@@ -256,6 +263,12 @@ struct ConfigurationField: Sendable {
                 else { throw invalid("must list origins like https://shop.example (scheme, host, optional port) or *") }
             }
             return .list(origins)
+        case .list(_, let check):
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for item in items {
+                if let problem = check(item) { throw invalid(problem) }
+            }
+            return .list(items)
         }
     }
 

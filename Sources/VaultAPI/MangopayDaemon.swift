@@ -1,4 +1,5 @@
 import Dispatch
+import Forward
 import Foundation
 import HTTPServer
 import Payments
@@ -43,7 +44,7 @@ public enum MangopayDaemon {
     /// store holds no client yet, creates the development client and hands its credentials (shown once, never
     /// stored in clear) to `announce`.
     public static func routes(
-        configuration: CardVaultConfiguration, services: MerchantServices,
+        configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
         announce: @escaping @Sendable (String) -> Void
     ) throws -> [any RouteGroup] {
         try blocking {
@@ -58,7 +59,7 @@ public enum MangopayDaemon {
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
             try MasterpassDaemon.routes(services: services, configuration: configuration),
-        ]
+        ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }
 
     /// Runs `body` to completion from synchronous start-up code.

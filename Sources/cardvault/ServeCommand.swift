@@ -1,4 +1,5 @@
 import CShims
+import Forward
 import Foundation
 import HTTPServer
 import Payments
@@ -75,12 +76,16 @@ enum ServeCommand: Command {
         }
         let services: MerchantServices
         let server: HTTPServer
+        let forward: ForwardService
         do {
             services = try MangopayDaemon.services(
                 configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
-            let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
+            forward = try ForwardDaemon.service(configuration: configuration, services: services)
+            let groups = try MangopayDaemon.routes(
+                configuration: configuration, services: services, forward: forward, announce: announce)
             let metrics = HTTPMetrics()
             metrics.addCollector { store.keyMetricsText() }
+            metrics.addCollector { forward.metrics.prometheusText() }
             server = try CardVaultApplication(
                 configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
             ).makeServer()
@@ -114,6 +119,9 @@ enum ServeCommand: Command {
             }
         }
         defer { sweeper.cancel() }
+        // The forward route's HTTPS client (libcurl's transfer loop); the redesign's ServiceGroup takes it over.
+        let outbound = Task { try? await ServiceGroup(services: [forward.client], logger: logger).run() }
+        defer { outbound.cancel() }
 
         signal(SIGPIPE, SIG_IGN)
         let outcome = ServeOutcome()
