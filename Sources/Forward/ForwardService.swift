@@ -127,6 +127,12 @@ public final class ForwardService: Sendable {
             }
             records[cardId] = card
         }
+        guard client.isRunning else {
+            throw refuse(.busy, ForwardError(.unavailable, "Forwarding is not available right now; retry later"))
+        }
+        guard client.inFlight < configuration.client.maxConcurrentTransfers else {
+            throw refuse(.busy, ForwardError(.busy, "Too many forwards are in flight; retry shortly"))
+        }
         // The accesses are on record before any number is read.
         let now = Int64(environment.clock.now.timeIntervalSince1970.rounded(.down))
         let accessId = Self.accessId(now: environment.clock.now, random: environment.random)
@@ -406,9 +412,6 @@ public final class ForwardService: Sendable {
                 ForwardError.refused(
                     "its host resolves to an address outside the allowed ranges (private ranges need forward.privateNetworks)"
                 ))
-        }
-        guard client.inFlight < configuration.client.maxConcurrentTransfers else {
-            throw refuse(.busy, ForwardError(.busy, "Too many forwards are in flight; retry shortly"))
         }
         return Plan(
             url: url, addresses: addresses, method: method, headers: headers, body: body,

@@ -165,6 +165,9 @@ public final class OutboundHTTPClient: Service {
         return try result.get()
     }
 
+    /// Whether `run()` is driving transfers (requests are accepted).
+    public var isRunning: Bool { state.withLock { $0.accepting && $0.multi != nil } }
+
     /// Requests in flight now.
     public var inFlight: Int { state.withLock { $0.inFlight } }
 
