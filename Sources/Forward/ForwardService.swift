@@ -256,12 +256,10 @@ public final class ForwardService: Sendable {
         // Mask every vaulted number of this client in the answer.
         let scrubbedHeaders = try await scrub(response.headerLines, clientId: clientId, sent: numbers)
         let scrubbedBody = try await scrub(response.body, clientId: clientId, sent: numbers)
-        response.headerLines.wipe()
-        response.body.wipe()
         let headerText = scrubbedHeaders.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         let bodyText = scrubbedBody.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        scrubbedHeaders.wipe()
-        scrubbedBody.wipe()
+        // (A scrub that found nothing hands back the same buffer.)
+        for buffer in [response.headerLines, response.body, scrubbedHeaders, scrubbedBody] { buffer.wipe() }
         await complete(.sent, status: response.status)
         metrics.record(.sent)
         logger.notice(

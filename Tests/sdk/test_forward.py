@@ -173,6 +173,16 @@ def test_the_security_code_is_sent_once(merchant, receiver):
     assert without.status_code == 200 and len(receiver.requests) == hits + 1
 
 
+def test_an_answer_without_card_numbers_is_passed_on_unchanged(merchant, receiver):
+    card = merchant.card()
+    response = merchant.forward(receiver.base + "/psp/echo", json.dumps({"e": "{{card.%s.expiry}}" % card}),
+                                {"X-Card": "plain"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert json.loads(answer["Body"]) == {"received": '{"e": "1229"}', "header": "plain", "spaced": ""}
+    assert answer["Headers"]["Content-Type"] == "application/json" and "Date" in answer["Headers"]
+
+
 def test_other_vaulted_numbers_of_the_client_are_masked_too(merchant, receiver):
     card = merchant.card()
     merchant.card(number=MASTERCARD)
@@ -213,7 +223,7 @@ def test_unknown_and_foreign_cards_are_refused_and_nothing_is_sent(vault, mercha
     assert cli(vault, "clients", "forward", other["ClientId"], "--on").returncode == 0
     theirs = Merchant(vault, other["ClientId"], other["ApiKey"]).card(number=MASTERCARD)
     before = len(receiver.requests)
-    for card_id in [theirs, "card_unknown00000000000000000"]:
+    for card_id in [theirs, "card_unknownzzzz"]:
         body = json.dumps({"a": "{{card.%s.number}}" % mine, "b": "{{card.%s.number}}" % card_id})
         response = merchant.forward(receiver.base + "/psp/echo", body)
         assert response.status_code == 404, response.text
@@ -250,6 +260,7 @@ def test_redirects_are_not_followed(merchant, receiver):
     assert response.status_code == 200, response.text
     answer = response.json()
     assert answer["Status"] == 302
+    assert answer["Headers"].get("Location", "").endswith("/psp/landing"), answer
     assert answer["Headers"]["Location"].endswith("/psp/landing")
     time.sleep(0.3)
     assert receiver.hits("/psp/landing") == []
