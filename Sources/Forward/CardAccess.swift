@@ -89,6 +89,7 @@ public struct ForwardPermissions: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try await store.put(
-            Self.collection, id: clientId, value: Array(try encoder.encode(Permission(enabled: enabled, changedAt: now))))
+            Self.collection, id: clientId,
+            value: Array(try encoder.encode(Permission(enabled: enabled, changedAt: now))))
     }
 }

@@ -40,10 +40,12 @@ public struct ForwardError: CodedError, Equatable {
     public static func == (lhs: ForwardError, rhs: ForwardError) -> Bool { lhs.code == rhs.code }
 
     static func invalid(_ field: String, _ problem: String) -> ForwardError {
-        ForwardError(.invalidParameters, "One or several parameters are missing or incorrect.", fieldErrors: [field: problem])
+        ForwardError(
+            .invalidParameters, "One or several parameters are missing or incorrect.", fieldErrors: [field: problem])
     }
 
     static func refused(_ problem: String) -> ForwardError {
-        ForwardError(.destinationRefused, "Url is not an allowed forward destination: " + problem, fieldErrors: ["Url": problem])
+        ForwardError(
+            .destinationRefused, "Url is not an allowed forward destination: " + problem, fieldErrors: ["Url": problem])
     }
 }

@@ -50,9 +50,11 @@ public final class ForwardMetrics: Sendable {
         var text = "# HELP cardvault_forward_requests_total Forward requests by outcome.\n"
         text += "# TYPE cardvault_forward_requests_total counter\n"
         for outcome in Outcome.allCases {
-            text += "cardvault_forward_requests_total{outcome=\"\(outcome.rawValue)\"} \(snapshot.outcomes[outcome] ?? 0)\n"
+            text +=
+                "cardvault_forward_requests_total{outcome=\"\(outcome.rawValue)\"} \(snapshot.outcomes[outcome] ?? 0)\n"
         }
-        text += "# HELP cardvault_forward_destination_seconds Time from sending a forward to the destination's last byte.\n"
+        text +=
+            "# HELP cardvault_forward_destination_seconds Time from sending a forward to the destination's last byte.\n"
         text += "# TYPE cardvault_forward_destination_seconds summary\n"
         text += "cardvault_forward_destination_seconds_sum \(snapshot.responseSeconds)\n"
         text += "cardvault_forward_destination_seconds_count \(snapshot.responses)\n"

@@ -13,7 +13,8 @@ public struct ForwardRequest: Sendable {
     public var headers: [(name: String, value: String)]
     public var body: String?
 
-    public init(url: String?, method: String? = nil, headers: [(name: String, value: String)] = [], body: String? = nil) {
+    public init(url: String?, method: String? = nil, headers: [(name: String, value: String)] = [], body: String? = nil)
+    {
         self.url = url
         self.method = method
         self.headers = headers
@@ -212,7 +213,8 @@ public final class ForwardService: Sendable {
             guard !value.contains(0x0D), !value.contains(0x0A), !value.contains(0) else {
                 await complete(.failed, status: nil)
                 throw refuse(
-                    .refusedRequest, ForwardError.invalid("Headers." + header.name, "the substituted value holds a line break"))
+                    .refusedRequest,
+                    ForwardError.invalid("Headers." + header.name, "the substituted value holds a line break"))
             }
             headers.append(OutboundHeader(name: header.name, value: value))
         }
@@ -234,7 +236,8 @@ public final class ForwardService: Sendable {
         let response: OutboundResponse
         do {
             response = try await client.send(
-                OutboundRequest(url: plan.url, addresses: plan.addresses, method: plan.method, headers: headers, body: body))
+                OutboundRequest(
+                    url: plan.url, addresses: plan.addresses, method: plan.method, headers: headers, body: body))
         } catch {
             body?.wipe()
             for header in headers { header.value.wipe() }
@@ -269,7 +272,9 @@ public final class ForwardService: Sendable {
                 "destinationHost": .string(plan.url.host), "method": .string(plan.method),
                 "status": .int(response.status), "durationMs": .int(Int(response.duration * 1000)),
             ])
-        let hidden: Set<String> = ["connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"]
+        let hidden: Set<String> = [
+            "connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
+        ]
         return ForwardResult(
             status: response.status,
             headers: OutboundResponse.parseHeaderLines(headerText).filter { !hidden.contains($0.0.lowercased()) }
@@ -312,11 +317,13 @@ public final class ForwardService: Sendable {
         guard configuration.destinations.contains(where: { $0.allows(url) }) else {
             throw refuse(
                 .refusedDestination,
-                ForwardError.refused("it does not start with a destination the operator allowed (forward.destinations)"))
+                ForwardError.refused("it does not start with a destination the operator allowed (forward.destinations)")
+            )
         }
         let method = (request.method ?? "POST").uppercased()
         guard OutboundRequest.methods.contains(method) else {
-            throw refuse(.refusedRequest, ForwardError.invalid("Method", "Method must be GET, POST, PUT, PATCH or DELETE"))
+            throw refuse(
+                .refusedRequest, ForwardError.invalid("Method", "Method must be GET, POST, PUT, PATCH or DELETE"))
         }
         var headers: [HeaderPlan] = []
         var contentType: String?
@@ -338,11 +345,14 @@ public final class ForwardService: Sendable {
                 throw refuse(.refusedRequest, ForwardError.invalid(field, "the header is given twice"))
             }
             guard value.utf8.allSatisfy({ $0 >= 0x20 || $0 == 0x09 }), !value.utf8.contains(0x7F) else {
-                throw refuse(.refusedRequest, ForwardError.invalid(field, "a header value must not hold control characters"))
+                throw refuse(
+                    .refusedRequest, ForwardError.invalid(field, "a header value must not hold control characters"))
             }
             headerBytes += name.utf8.count + value.utf8.count
             guard headerBytes <= Self.maximumHeaderBytes else {
-                throw refuse(.refusedRequest, ForwardError.invalid("Headers", "the headers exceed \(Self.maximumHeaderBytes) bytes"))
+                throw refuse(
+                    .refusedRequest,
+                    ForwardError.invalid("Headers", "the headers exceed \(Self.maximumHeaderBytes) bytes"))
             }
             let template: ForwardTemplate
             do {
@@ -372,7 +382,8 @@ public final class ForwardService: Sendable {
             }
             guard contentType != nil else {
                 throw refuse(
-                    .refusedRequest, ForwardError.invalid("Headers.Content-Type", "a Content-Type header is required with a Body"))
+                    .refusedRequest,
+                    ForwardError.invalid("Headers.Content-Type", "a Content-Type header is required with a Body"))
             }
         }
         // Which cards, which fields, named where.
@@ -402,7 +413,7 @@ public final class ForwardService: Sendable {
         let addresses: [IPAddress]
         do {
             addresses = try await client.checkedAddresses(for: url)
-        } catch where error.code == .unresolvable {
+        } catch  where error.code == .unresolvable {
             throw refuse(.refusedDestination, ForwardError.invalid("Url", "the host of Url cannot be resolved"))
         } catch {
             throw refuse(
@@ -475,7 +486,8 @@ public final class ForwardService: Sendable {
                 if verdict { matches.append(candidate) }
                 continue
             }
-            let vaulted = verdicts.count >= Self.maximumLookups + sent.count
+            let vaulted =
+                verdicts.count >= Self.maximumLookups + sent.count
                 ? true : try await isVaulted(candidate.pan, clientId: clientId)
             verdicts[candidate.pan] = vaulted
             if vaulted { matches.append(candidate) }

@@ -179,7 +179,8 @@ public struct ForwardTemplate: Sendable {
     /// The escaping a body needs, from its `Content-Type`.
     public static func escaping(forContentType contentType: String?) -> TemplateEscaping {
         guard let contentType else { return .raw }
-        let mediaType = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let mediaType =
+            contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             ?? ""
         if mediaType == "application/json" || mediaType.hasSuffix("+json") { return .json }
         if mediaType == "application/x-www-form-urlencoded" { return .form }

@@ -28,7 +28,9 @@ public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
     public init(parsing text: String, allowQuery: Bool = true) throws(Problem) {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw Problem("must not be empty") }
-        guard bytes.count <= Self.maximumLength else { throw Problem("must be at most \(Self.maximumLength) characters") }
+        guard bytes.count <= Self.maximumLength else {
+            throw Problem("must be at most \(Self.maximumLength) characters")
+        }
         for byte in bytes
         where byte <= 0x20 || byte >= 0x7F || byte == 0x5C || byte == 0x22 || byte == 0x3C || byte == 0x3E
             || byte == 0x60 || byte == 0x7B || byte == 0x7D || byte == 0x7C || byte == 0x5E

@@ -313,12 +313,14 @@ final class Transfer: @unchecked Sendable {
         ok = ok && set(CURLOPT_USERAGENT, configuration.userAgent)
         if let caFile = configuration.caFile {
             // Both are used: the extra file and the system's hashed directory.
-            let directory = configuration.systemCADirectory ?? cv_curl_default_ca_path().map { String(cString: $0) }
+            let directory =
+                configuration.systemCADirectory ?? cv_curl_default_ca_path().map { String(cString: $0) }
                 ?? "/etc/ssl/certs"
             ok = ok && set(CURLOPT_CAINFO, caFile) && set(CURLOPT_CAPATH, directory)
         }
         // Pin the checked addresses: libcurl does no lookup of its own.
-        let pinned = url.bareHost + ":" + String(url.port) + ":"
+        let pinned =
+            url.bareHost + ":" + String(url.port) + ":"
             + request.addresses.map(\.resolveText).joined(separator: ",")
         resolveList = curl_slist_append(nil, pinned)
         ok = ok && cv_curl_setopt_pointer(easy, CURLOPT_RESOLVE, resolveList) == CURLE_OK
@@ -438,19 +440,20 @@ final class Transfer: @unchecked Sendable {
         }
 
     static let openSocket:
-        @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t = {
-            context, _, address in
-            guard let context, let address else { return cv_curl_socket_bad() }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-            let allowed = withUnsafeMutablePointer(to: &address.pointee.addr) { socketAddress in
-                IPAddress(socketAddress: socketAddress).map {
-                    transfer.configuration.addressPolicy.allows($0) && transfer.request.addresses.contains($0)
-                } ?? false
+        @convention(c) (UnsafeMutableRawPointer?, curlsocktype, UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t =
+            {
+                context, _, address in
+                guard let context, let address else { return cv_curl_socket_bad() }
+                let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+                let allowed = withUnsafeMutablePointer(to: &address.pointee.addr) { socketAddress in
+                    IPAddress(socketAddress: socketAddress).map {
+                        transfer.configuration.addressPolicy.allows($0) && transfer.request.addresses.contains($0)
+                    } ?? false
+                }
+                guard allowed else {
+                    transfer.refusedAddress = true
+                    return cv_curl_socket_bad()
+                }
+                return cv_curl_open_socket(address)
             }
-            guard allowed else {
-                transfer.refusedAddress = true
-                return cv_curl_socket_bad()
-            }
-            return cv_curl_open_socket(address)
-        }
 }

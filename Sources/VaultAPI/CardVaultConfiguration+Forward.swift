@@ -43,7 +43,8 @@ extension CardVaultConfiguration {
                     String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
                 else {
                     throw ConfigurationError(
-                        .invalidValue, field: "forward.caFile", message: "forward.caFile: cannot read a PEM certificate at \(caFile)")
+                        .invalidValue, field: "forward.caFile",
+                        message: "forward.caFile: cannot read a PEM certificate at \(caFile)")
                 }
             }
             return ForwardConfiguration(
@@ -79,7 +80,8 @@ extension ConfigurationField {
         ConfigurationField(
             path: "forward.privateNetworks", environmentName: "CARDVAULT_FORWARD_PRIVATE_NETWORKS",
             kind: .list(example: "10.1.0.0/16") { item in
-                IPNetwork(item) == nil ? "\(item.prefix(60)) is not an address range such as 10.1.0.0/16 or ::1/128" : nil
+                IPNetwork(item) == nil
+                    ? "\(item.prefix(60)) is not an address range such as 10.1.0.0/16 or ::1/128" : nil
             }
         ) { if case .list(let items) = $1 { $0.forward.privateNetworks = items } },
         ConfigurationField(
@@ -87,7 +89,8 @@ extension ConfigurationField {
             kind: .integer(1...300)
         ) { if case .integer(let value) = $1 { $0.forward.connectTimeoutSeconds = value } },
         ConfigurationField(
-            path: "forward.timeoutSeconds", environmentName: "CARDVAULT_FORWARD_TIMEOUT_SECONDS", kind: .integer(1...600)
+            path: "forward.timeoutSeconds", environmentName: "CARDVAULT_FORWARD_TIMEOUT_SECONDS",
+            kind: .integer(1...600)
         ) { if case .integer(let value) = $1 { $0.forward.timeoutSeconds = value } },
         ConfigurationField(
             path: "forward.maxRequestBodyBytes", environmentName: "CARDVAULT_FORWARD_MAX_REQUEST_BODY_BYTES",

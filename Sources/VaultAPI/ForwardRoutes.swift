@@ -62,7 +62,8 @@ public struct ForwardRoutes: RouteGroup {
             }
             var response = MangopayResponse.json(
                 .object([
-                    ("Status", .int(Int64(result.status))), ("Headers", .object(headers)), ("Body", .string(result.body)),
+                    ("Status", .int(Int64(result.status))), ("Headers", .object(headers)),
+                    ("Body", .string(result.body)),
                 ]))
             response.headers.set("Cache-Control", "no-store")
             return response
@@ -78,10 +79,12 @@ public struct ForwardRoutes: RouteGroup {
             json = try MangopayJSON.parse(body)
         } catch {
             throw ForwardError(
-                .invalidParameters, "The body must be a JSON object", fieldErrors: ["Body": "the request is not valid JSON"])
+                .invalidParameters, "The body must be a JSON object",
+                fieldErrors: ["Body": "the request is not valid JSON"])
         }
         guard case .object = json else {
-            throw ForwardError(.invalidParameters, "The body must be a JSON object", fieldErrors: ["Url": "Url is required"])
+            throw ForwardError(
+                .invalidParameters, "The body must be a JSON object", fieldErrors: ["Url": "Url is required"])
         }
         var problems: [String: String] = [:]
         func text(_ key: String) -> String? {
@@ -101,7 +104,8 @@ public struct ForwardRoutes: RouteGroup {
         case .object(let members)?:
             for (name, value) in members {
                 guard case .string(let text) = value else {
-                    problems["Headers." + (ForwardService.isToken(name) ? name : "(invalid)")] = "a header value must be a string"
+                    problems["Headers." + (ForwardService.isToken(name) ? name : "(invalid)")] =
+                        "a header value must be a string"
                     continue
                 }
                 headers.append((name: name, value: text))

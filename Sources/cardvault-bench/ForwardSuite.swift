@@ -81,22 +81,28 @@ struct ForwardSuite: BenchSuite {
 enum ThrowawayCertificate {
     static func make(in directory: String) throws {
         let openssl = ChildProcess.which("openssl") ?? "/usr/bin/openssl"
-        try ChildProcess.check(openssl, [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", directory + "/ca.key", "-out",
-            directory + "/ca.pem", "-days", "2", "-subj", "/CN=cardvault-bench CA", "-addext",
-            "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        ])
-        try ChildProcess.check(openssl, [
-            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", directory + "/server.key", "-out",
-            directory + "/server.csr", "-subj", "/CN=localhost",
-        ])
+        try ChildProcess.check(
+            openssl,
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", directory + "/ca.key", "-out",
+                directory + "/ca.pem", "-days", "2", "-subj", "/CN=cardvault-bench CA", "-addext",
+                "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
+        try ChildProcess.check(
+            openssl,
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", directory + "/server.key", "-out",
+                directory + "/server.csr", "-subj", "/CN=localhost",
+            ])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n".write(
             toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
-        try ChildProcess.check(openssl, [
-            "x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey",
-            directory + "/ca.key", "-CAcreateserial", "-out", directory + "/server.pem", "-days", "2", "-extfile",
-            directory + "/server.ext",
-        ])
+        try ChildProcess.check(
+            openssl,
+            [
+                "x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey",
+                directory + "/ca.key", "-CAcreateserial", "-out", directory + "/server.pem", "-days", "2", "-extfile",
+                directory + "/server.ext",
+            ])
         chmod(directory + "/server.key", 0o644)
     }
 }
@@ -113,7 +119,8 @@ final class TLSReceiver {
         chmod(prefix, 0o755)
         port = try LoopbackPort.free()
         let user = getuid() == 0 ? "nobody nogroup" : (ProcessInfo.processInfo.environment["USER"] ?? "nobody")
-        let config = template
+        let config =
+            template
             .replacingOccurrences(of: "@PREFIX@", with: prefix)
             .replacingOccurrences(of: "@PORT@", with: String(port))
             .replacingOccurrences(of: "@USER@", with: user)

@@ -27,7 +27,10 @@ struct ForwardFixture {
     static let visa = "4970107111111119"
     static let mastercard = "5555555555554444"
 
-    init(destinations: [String] = ["https://psp.example/v1/", "https://127.0.0.1:1/psp/"], privateNetworks: [String] = ["127.0.0.1/32"]) {
+    init(
+        destinations: [String] = ["https://psp.example/v1/", "https://127.0.0.1:1/psp/"],
+        privateNetworks: [String] = ["127.0.0.1/32"]
+    ) {
         let environment = PaymentsEnvironment(
             store: store, clock: ManualClock(Date()), fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
             configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/"), logger: .disabled)
@@ -40,9 +43,10 @@ struct ForwardFixture {
                 "psp.example": [IPAddress("93.184.216.34")!], "rebind.example": [IPAddress("10.0.0.7")!],
             ]))
         forward = ForwardService(
-            configuration: ForwardConfiguration(destinations: destinations.map { try! DestinationPrefix(parsing: $0) } + [
-                try! DestinationPrefix(parsing: "https://rebind.example/")
-            ]),
+            configuration: ForwardConfiguration(
+                destinations: destinations.map { try! DestinationPrefix(parsing: $0) } + [
+                    try! DestinationPrefix(parsing: "https://rebind.example/")
+                ]),
             services: services, client: client)
     }
 
@@ -58,8 +62,9 @@ struct ForwardFixture {
         let form = TokenizationForm(
             data: registration.preregistrationData, accessKeyRef: registration.accessKey, cardNumber: number,
             cardExpirationDate: "1229", cardCvx: cvx)
-        guard case .success(let token, _) = try await services.cardRegistrations.tokenize(
-            clientId: clientId, id: registration.id, form: form, signals: DeviceSignals(ipAddress: "192.0.2.1"))
+        guard
+            case .success(let token, _) = try await services.cardRegistrations.tokenize(
+                clientId: clientId, id: registration.id, form: form, signals: DeviceSignals(ipAddress: "192.0.2.1"))
         else { throw ForwardError(.invalidParameters, "tokenization failed") }
         let done = try await services.cardRegistrations.update(
             clientId: clientId, id: registration.id, registrationData: "data=" + token.unsafeRevealed,
@@ -73,7 +78,8 @@ struct ForwardFixture {
 
     func send(_ request: ForwardRequest, clientId: String = "shop") async -> Result<ForwardResult, ForwardError> {
         do {
-            return .success(try await forward.forward(clientId: clientId, request: request, requestId: "req-1", logger: .disabled))
+            return .success(
+                try await forward.forward(clientId: clientId, request: request, requestId: "req-1", logger: .disabled))
         } catch {
             return .failure(error)
         }
@@ -177,7 +183,10 @@ extension Result {
             (ForwardRequest(url: "https://psp.example/v1/x", method: "TRACE"), "Method"),
             (ForwardRequest(url: "https://psp.example/v1/x", headers: [("Host", "evil")]), "Headers.Host"),
             (ForwardRequest(url: "https://psp.example/v1/x", headers: [("X-A", "a\r\nb")]), "Headers.X-A"),
-            (ForwardRequest(url: "https://psp.example/v1/x", body: "{{card.\(card.id).number}}"), "Headers.Content-Type"),
+            (
+                ForwardRequest(url: "https://psp.example/v1/x", body: "{{card.\(card.id).number}}"),
+                "Headers.Content-Type"
+            ),
             (
                 ForwardRequest(
                     url: "https://psp.example/v1/x", headers: [("Content-Type", "text/plain")],

@@ -15,7 +15,8 @@ import Testing
     }
 
     @Test(arguments: [
-        "http://psp.example/", "ftp://psp.example/", "https://user:pw@psp.example/", "https://psp.example@evil.example/",
+        "http://psp.example/", "ftp://psp.example/", "https://user:pw@psp.example/",
+        "https://psp.example@evil.example/",
         "https://psp.example/a/../admin", "https://psp.example/a/%2e%2e/admin", "https://psp.example/a%2fb",
         "https://psp.example/./x", "https://psp.example/x#frag", "https://psp.example/\\x", "https://psp .example/",
         "https://psp.example:0/", "https://psp.example:99999/", "https://0x7f.1/", "https://2130706433/",
@@ -37,7 +38,9 @@ import Testing
         let slash = try DestinationPrefix(parsing: "https://psp.example/v1/")
         #expect(slash.allows(try DestinationURL(parsing: "https://psp.example/v1/x")))
         #expect(!slash.allows(try DestinationURL(parsing: "https://psp.example/v1")))
-        #expect(try DestinationPrefix(parsing: "https://psp.example").allows(try DestinationURL(parsing: "https://psp.example/a")))
+        #expect(
+            try DestinationPrefix(parsing: "https://psp.example").allows(
+                try DestinationURL(parsing: "https://psp.example/a")))
         #expect(throws: DestinationURL.Problem.self) { try DestinationPrefix(parsing: "https://psp.example/?q=1") }
     }
 }
@@ -59,7 +62,9 @@ import Testing
     }
 
     @Test func allowsOnlyTheListedSpecialRanges() throws {
-        let policy = AddressPolicy(allowedSpecialNetworks: [try #require(IPNetwork("127.0.0.1/32")), try #require(IPNetwork("fd00::/8"))])
+        let policy = AddressPolicy(allowedSpecialNetworks: [
+            try #require(IPNetwork("127.0.0.1/32")), try #require(IPNetwork("fd00::/8")),
+        ])
         #expect(policy.allows(try #require(IPAddress("127.0.0.1"))))
         #expect(policy.allows(try #require(IPAddress("::ffff:127.0.0.1"))))
         #expect(!policy.allows(try #require(IPAddress("127.0.0.2"))))
