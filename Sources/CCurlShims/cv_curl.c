@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <curl/curl.h>
 #include "cv_curl.h"
 
 #include <malloc.h>

@@ -1,5 +1,5 @@
 import Foundation
-import VaultStore
+public import VaultStore
 
 /// One use of a card's data outside the vault, for the card's audit (`GET /v2.01/{ClientId}/cards/{CardId}/accesses`):
 /// who, which card, where to, when, under which request id, with which result. Never the data itself.

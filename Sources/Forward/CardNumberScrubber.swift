@@ -1,5 +1,5 @@
-import CardKit
-import OutboundHTTP
+public import CardKit
+public import OutboundHTTP
 
 /// Finds card numbers in a destination's answer so that the merchant gets their alias instead.
 ///

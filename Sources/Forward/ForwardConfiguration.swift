@@ -1,4 +1,4 @@
-import OutboundHTTP
+public import OutboundHTTP
 
 /// The operator's forward settings (`forward.*` in the configuration file).
 public struct ForwardConfiguration: Sendable, Equatable {

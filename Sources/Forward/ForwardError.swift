@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// Why a forward was refused or failed. Messages and field texts name fields, rules and card ids; never a card
 /// number, security code, header value or body. Equal by code.

@@ -1,8 +1,8 @@
 import CardKit
 import Foundation
-import OutboundHTTP
-import Payments
-import VaultCore
+public import OutboundHTTP
+public import Payments
+public import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -380,10 +380,13 @@ public final class ForwardService: Sendable {
             } catch {
                 throw refuse(.refusedRequest, ForwardError.invalid("Body", "the body " + error.reason))
             }
-            guard contentType != nil else {
-                throw refuse(
-                    .refusedRequest,
-                    ForwardError.invalid("Headers.Content-Type", "a Content-Type header is required with a Body"))
+            if contentType == nil {
+                // No Content-Type given: JSON when the body looks like JSON, else plain text (never libcurl's
+                // default of a form).
+                let first = text.utf8.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
+                let guessed = first == 0x7B || first == 0x5B ? "application/json" : "text/plain; charset=utf-8"
+                contentType = guessed
+                headers.append(HeaderPlan(name: "Content-Type", template: try! ForwardTemplate(parsing: guessed)))
             }
         }
         // Which cards, which fields, named where.

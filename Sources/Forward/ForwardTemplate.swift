@@ -1,5 +1,5 @@
 import Foundation
-import OutboundHTTP
+public import OutboundHTTP
 
 /// What a placeholder puts in: `{{card.<CardId>.<field>}}`.
 public enum CardField: String, Sendable, Hashable, CaseIterable {

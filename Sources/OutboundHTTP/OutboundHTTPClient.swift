@@ -1,7 +1,7 @@
 import CCurl
 import CCurlShims
 import Foundation
-import VaultCore
+public import VaultCore
 
 /// Settings of the outbound client: trust, timeouts, size caps and where it may connect.
 public struct OutboundHTTPConfiguration: Sendable, Equatable {

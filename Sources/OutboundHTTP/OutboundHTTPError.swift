@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// Why an outbound request was not sent or got no answer. Messages name the failure, never a header, a body or
 /// anything libcurl printed about them. Equal by code.

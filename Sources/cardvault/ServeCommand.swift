@@ -1,9 +1,11 @@
-import CShims
+import AdminChannel
+import CProcessControl
 import Forward
 import Foundation
 import HTTPServer
 import Payments
-import VaultAPI
+import CardVaultApp
+import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -78,10 +80,10 @@ enum ServeCommand: Command {
         let server: HTTPServer
         let forward: ForwardService
         do {
-            services = try MangopayDaemon.services(
+            services = try MerchantAssembly.services(
                 configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
-            forward = try ForwardDaemon.service(configuration: configuration, services: services)
-            let groups = try MangopayDaemon.routes(
+            forward = try ForwardAssembly.service(configuration: configuration, services: services)
+            let groups = try MerchantAssembly.routes(
                 configuration: configuration, services: services, forward: forward, announce: announce)
             let metrics = HTTPMetrics()
             metrics.addCollector { store.keyMetricsText() }

@@ -184,8 +184,9 @@ extension Result {
             (ForwardRequest(url: "https://psp.example/v1/x", headers: [("Host", "evil")]), "Headers.Host"),
             (ForwardRequest(url: "https://psp.example/v1/x", headers: [("X-A", "a\r\nb")]), "Headers.X-A"),
             (
-                ForwardRequest(url: "https://psp.example/v1/x", body: "{{card.\(card.id).number}}"),
-                "Headers.Content-Type"
+                ForwardRequest(
+                    url: "https://psp.example/v1/x", headers: [("Content-Type", "{{card.\(card.id).number}}")],
+                    body: "x"), "Headers.Content-Type"
             ),
             (
                 ForwardRequest(

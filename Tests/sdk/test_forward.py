@@ -183,6 +183,18 @@ def test_an_answer_without_card_numbers_is_passed_on_unchanged(merchant, receive
     assert answer["Headers"]["Content-Type"] == "application/json" and "Date" in answer["Headers"]
 
 
+def test_a_json_body_without_headers_is_sent_as_json(merchant, receiver):
+    card = merchant.card()
+    response = requests.post(
+        "%s/v2.01/%s/forward" % (merchant.vault.base_url, merchant.client_id), headers=merchant.auth, timeout=30,
+        json={"Url": receiver.base + "/psp/echo", "Body": {"card": {"number": "{{card.%s.number}}" % card}}})
+    assert response.status_code == 200, response.text
+    sent = receiver.requests[-1]
+    assert sent["headers"]["Content-Type"] == "application/json"
+    assert json.loads(sent["body"]) == {"card": {"number": VISA}}
+    assert VISA not in response.text
+
+
 def test_other_vaulted_numbers_of_the_client_are_masked_too(merchant, receiver):
     card = merchant.card()
     merchant.card(number=MASTERCARD)
