@@ -70,7 +70,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
         self.server.receiver.requests.append(
-            {"method": self.command, "path": self.path, "headers": dict(self.headers.items()), "body": body})
+            {"method": self.command, "path": self.path, "headers": dict(self.headers.items()), "body": body,
+             "client": self.client_address})
         path = self.path.split("?")[0]
         if path == "/psp/echo":
             digits = re.search(r"\d{12,19}", body)
