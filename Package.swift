@@ -72,13 +72,13 @@ let package = Package(
                 "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
-        library("CardVaultTesting"),
+        library("CardVaultTesting", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
 
         // Executables.
         .executableTarget(
             name: "cardvault",
             dependencies: [
-                "CardVaultApp", "Configuration", "AdminChannel", "Payments", "Forward", "VaultStore", "VaultCrypto",
+                "CardVaultApp", "Configuration", "AdminChannel", "Payments", "VaultStore", "VaultCrypto",
                 "CardKit", "HTTPServer", "VaultCore", "CProcessControl",
             ],
             swiftSettings: swiftSettings
@@ -95,10 +95,12 @@ let package = Package(
         tests("CardKitTests", ["CardKit"]),
         tests("VaultStoreTests", ["VaultStore", "VaultCrypto", "VaultCore"]),
         tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCore", "CardVaultTesting"]),
-        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("CheckoutTests", ["Checkout", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests("HTTPServerTests", ["HTTPServer", "VaultCore", "CardVaultTesting"]),
-        tests("MangopayAPITests", ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests(
+            "MangopayAPITests",
+            ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
         tests("OutboundHTTPTests", ["OutboundHTTP"]),
@@ -107,9 +109,9 @@ let package = Package(
             "CardVaultAppTests",
             [
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "Forward", "OutboundHTTP",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting", "Forward", "OutboundHTTP",
             ]),
-        tests("CLITests", ["VaultCore"]),
+        tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]
 )
 

@@ -11,7 +11,9 @@ import VaultCore
 public enum ForwardAssembly {
     /// The forward service's settings, with the CA file checked.
     /// - Throws: ``ConfigurationError`` naming `forward.caFile` when it cannot be read as PEM.
-    public static func settings(_ forward: CardVaultConfiguration.Forward) throws(ConfigurationError)
+    public static func settings(
+        _ forward: CardVaultConfiguration.Forward
+    ) throws(ConfigurationError)
         -> ForwardConfiguration
     {
         if let caFile = forward.caFile {
@@ -29,7 +31,8 @@ public enum ForwardAssembly {
                 caFile: forward.caFile, connectTimeoutMilliseconds: forward.connectTimeoutSeconds * 1000,
                 timeoutMilliseconds: forward.timeoutSeconds * 1000, maxResponseBytes: forward.maxResponseBodyBytes,
                 maxConcurrentTransfers: forward.maxConcurrent,
-                addressPolicy: AddressPolicy(allowedSpecialNetworks: forward.privateNetworks.compactMap { IPNetwork($0) })
+                addressPolicy: AddressPolicy(
+                    allowedSpecialNetworks: forward.privateNetworks.compactMap { IPNetwork($0) })
             ),
             maxRequestBodyBytes: forward.maxRequestBodyBytes)
     }

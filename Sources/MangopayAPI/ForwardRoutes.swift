@@ -126,7 +126,7 @@ public struct ForwardRoutes: RouteGroup {
     /// The Mangopay-shaped error answer of a forward failure.
     static func response(_ error: any Error, request: Request, now: Int64) -> Response {
         guard let error = error as? ForwardError else {
-            return ErrorResponder.response(for: error, request: request)
+            return ErrorResponder.response(for: error, request: request, dialect: .mangopay)
         }
         let (status, type): (HTTPStatus, String) =
             switch error.code {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-    public import Glibc
+public import Glibc
 #elseif canImport(Darwin)
-    public import Darwin
+public import Darwin
 #endif
 
 /// An IPv4 or IPv6 address, as the outbound client checks it before connecting.

@@ -32,7 +32,8 @@ struct ForwardFixture {
         privateNetworks: [String] = ["127.0.0.1/32"]
     ) {
         let environment = PaymentsEnvironment(
-            store: store, clock: ManualClock(Date()), fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
+            store: store, clock: ManualClock(Date()), random: RandomPool(),
+            fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
             configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/"), logger: .disabled)
         services = MerchantServices(environment: environment)
         let client = OutboundHTTPClient(
