@@ -1,3 +1,4 @@
+import VaultCore
 import Foundation
 import Synchronization
 import VaultCrypto

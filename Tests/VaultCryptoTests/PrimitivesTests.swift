@@ -1,3 +1,4 @@
+import VaultCore
 import Foundation
 import Testing
 @testable import VaultCrypto
