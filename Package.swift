@@ -1,6 +1,6 @@
+import Foundation
 // swift-tools-version:6.0
 import PackageDescription
-import Foundation
 
 /// One settings block for every Swift target: Swift 6 language mode (the tools version's default),
 /// strict concurrency, and the upcoming features the codebase already follows.
@@ -78,8 +78,8 @@ let package = Package(
         .executableTarget(
             name: "cardvault",
             dependencies: [
-                "CardVaultApp", "Configuration", "AdminChannel", "Payments", "VaultStore", "VaultCrypto",
-                "CardKit", "HTTPServer", "VaultCore", "CProcessControl",
+                "CardVaultApp", "Configuration", "AdminChannel", "Payments", "VaultStore", "VaultCrypto", "CardKit",
+                "HTTPServer", "VaultCore", "CProcessControl",
             ],
             swiftSettings: swiftSettings
         ),
@@ -104,7 +104,9 @@ let package = Package(
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
         tests("OutboundHTTPTests", ["OutboundHTTP"]),
-        tests("ForwardTests", ["Forward", "OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests(
+            "ForwardTests",
+            ["Forward", "OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests(
             "CardVaultAppTests",
             [
@@ -134,7 +136,9 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     ]
     package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))
     package.targets.append(
-        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport", swiftSettings: swiftSettings))
+        .target(
+            name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport",
+            swiftSettings: swiftSettings))
     package.targets.append(
         .target(
             name: "FuzzStoreSupport", dependencies: ["FuzzSupport", "VaultStore", "VaultCrypto", "VaultCore"],
@@ -142,7 +146,8 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
-                name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "Fuzz/Targets/" + target.name,
+                name: target.name, dependencies: target.dependencies + ["FuzzSupport"],
+                path: "Fuzz/Targets/" + target.name,
                 swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])],
                 // gold fails on libFuzzer's archive next to SwiftPM's `--defsym main=`; lld links it.
                 linkerSettings: [.unsafeFlags(["-use-ld=lld"])]))

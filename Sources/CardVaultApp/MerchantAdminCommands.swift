@@ -21,10 +21,13 @@ public enum MerchantAdminCommands {
         ForwardAssembly.registerAdminCommands(services, in: handlers)
         handlers.register("clients.list") { _, _ in
             let clients = try await services.clients.all()
-            return .array(clients.map { client in
-                .object(["ClientId": .string(client.clientId), "Name": .string(client.name),
-                         "CreationDate": .int(Int(client.creationDate))])
-            })
+            return .array(
+                clients.map { client in
+                    .object([
+                        "ClientId": .string(client.clientId), "Name": .string(client.name),
+                        "CreationDate": .int(Int(client.creationDate)),
+                    ])
+                })
         }
     }
 }

@@ -37,7 +37,10 @@ struct ConfigurationField: Sendable {
     /// Objects in the file that hold fields.
     static let sections: Set<String> = ["http", "tls", "keys", "forward"]
 
-    static let all: [ConfigurationField] = [
+    /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift).
+    static let all: [ConfigurationField] = baseFields + forwardFields
+
+    static let baseFields: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
             if case .address(let host, let port) = $1 {
                 $0.listenHost = host
@@ -139,7 +142,9 @@ struct ConfigurationField: Sendable {
         ConfigurationField(path: "tls.keyFile", environmentName: "CARDVAULT_TLS_KEY_FILE", kind: .optionalPath) {
             config, value in config.tls.keyFile = Self.optionalText(value)
         },
-        ConfigurationField(path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath) {
+        ConfigurationField(
+            path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath
+        ) {
             config, value in config.tls.clientCAFile = Self.optionalText(value)
         },
         ConfigurationField(
@@ -152,7 +157,7 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_DAYS",
             kind: .integer(0...36_500)
         ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
-    ] + forwardFields
+    ]
 
     private static func optionalText(_ value: Value) -> String? {
         if case .text(let text) = value { return text }
@@ -232,7 +237,8 @@ struct ConfigurationField: Sendable {
             }
             return .address(host: host, port: port)
         case .url:
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https",
                 let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
             else { throw invalid("must be an absolute http:// or https:// URL without query or fragment") }
             return .text(text.hasSuffix("/") ? String(text.dropLast()) : text)
@@ -256,7 +262,9 @@ struct ConfigurationField: Sendable {
         case .integer(let range):
             throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
         case .origins:
-            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             for origin in origins where origin != "*" {
                 guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(),
                     scheme == "http" || scheme == "https", url.host != nil, url.path.isEmpty, url.query == nil
@@ -264,7 +272,9 @@ struct ConfigurationField: Sendable {
             }
             return .list(origins)
         case .list(_, let check):
-            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             for item in items {
                 if let problem = check(item) { throw invalid(problem) }
             }
@@ -277,7 +287,9 @@ struct ConfigurationField: Sendable {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
@@ -286,7 +298,9 @@ struct ConfigurationField: Sendable {
             portText = text[text.index(after: colon)...]
             if host.contains(":") { return nil }
         }
-        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else { return nil }
+        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else {
+            return nil
+        }
         return (String(host), port)
     }
 
