@@ -1,6 +1,6 @@
+import Foundation
 // swift-tools-version:6.0
 import PackageDescription
-import Foundation
 
 /// One settings block for every Swift target: Swift 6 language mode (the tools version's default),
 /// strict concurrency, and the upcoming features the codebase already follows.
@@ -37,6 +37,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's variadic setopt/getinfo and its wiping allocation functions; OutboundHTTP only.
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(
             name: "CHTTPShims",
             dependencies: ["CMicroHTTPD"],
@@ -59,14 +62,17 @@ let package = Package(
         library("Payments", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("Checkout", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("HTTPServer", ["CMicroHTTPD", "CHTTPShims", "VaultCore"]),
-        library("MangopayAPI", ["Payments", "CardKit", "HTTPServer", "VaultCore"]),
+        // The outbound HTTPS client (libcurl) and the detokenize-and-forward domain over it.
+        library("OutboundHTTP", ["CCurl", "CCurlShims", "VaultCore"]),
+        library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        library("MangopayAPI", ["Payments", "Forward", "CardKit", "HTTPServer", "VaultCore"]),
         library("MasterpassAPI", ["Checkout", "CardKit", "HTTPServer", "VaultCore"]),
-        library("Configuration", ["HTTPServer", "VaultCore"]),
+        library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "Forward", "OutboundHTTP",
+                "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
         library("CardVaultTesting", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
@@ -100,11 +106,15 @@ let package = Package(
             ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
+        tests("OutboundHTTPTests", ["OutboundHTTP"]),
+        tests(
+            "ForwardTests",
+            ["Forward", "OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests(
             "CardVaultAppTests",
             [
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting", "Forward", "OutboundHTTP",
             ]),
         tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]
@@ -129,7 +139,9 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     ]
     package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))
     package.targets.append(
-        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport", swiftSettings: swiftSettings))
+        .target(
+            name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport",
+            swiftSettings: swiftSettings))
     package.targets.append(
         .target(
             name: "FuzzStoreSupport", dependencies: ["FuzzSupport", "VaultStore", "VaultCrypto", "VaultCore"],
@@ -137,7 +149,8 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
-                name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "Fuzz/Targets/" + target.name,
+                name: target.name, dependencies: target.dependencies + ["FuzzSupport"],
+                path: "Fuzz/Targets/" + target.name,
                 swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])],
                 // gold fails on libFuzzer's archive next to SwiftPM's `--defsym main=`; lld links it.
                 linkerSettings: [.unsafeFlags(["-use-ld=lld"])]))

@@ -1,5 +1,6 @@
 public import AdminChannel
 public import Configuration
+public import Forward
 public import HTTPServer
 public import Payments
 public import VaultCore
@@ -13,6 +14,8 @@ public struct CardVaultDaemon: Sendable {
     public static let sweepInterval: Duration = .seconds(5)
 
     public let services: MerchantServices
+    /// Detokenize-and-forward (`POST /v2.01/{ClientId}/forward`); its HTTPS client is one of the services.
+    public let forward: ForwardService
     public let server: HTTPServer
     public let admin: AdminSocketServer
     public let store: DaemonStore
@@ -43,10 +46,13 @@ public struct CardVaultDaemon: Sendable {
         self.announce = announce
         services = try MerchantAssembly.services(
             configuration: configuration, store: store.store, fingerprintKeys: store.fingerprintKeys, logger: logger)
+        let forward = try ForwardAssembly.service(configuration: configuration, services: services)
+        self.forward = forward
         let groups = try await MerchantAssembly.routes(
-            configuration: configuration, services: services, announce: announce)
+            configuration: configuration, services: services, forward: forward, announce: announce)
         let metrics = HTTPMetrics()
         metrics.addCollector { [store] in store.keyMetricsText() }
+        metrics.addCollector { forward.metrics.prometheusText() }
         server = try CardVaultApplication(
             configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
         ).makeServer()
@@ -67,7 +73,8 @@ public struct CardVaultDaemon: Sendable {
 
     private let publicURL: String
 
-    /// The daemon's services, in the order they start: the admin socket, the sweeper, the HTTP server.
+    /// The daemon's services, in the order they start: the admin socket, the sweeper, the forward route's HTTPS
+    /// client, the HTTP server.
     public var serviceList: [any Service] {
         let services = services
         let logger = logger
@@ -85,6 +92,7 @@ public struct CardVaultDaemon: Sendable {
                     if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
                 }
             },
+            forward.client,
             HTTPService(server: server) { port in
                 let url = listenURL(port)
                 logger.notice("listening", ["url": .string(url), "publicURL": .string(publicURL)])

@@ -1,4 +1,5 @@
 public import Configuration
+public import Forward
 import Foundation
 public import HTTPServer
 import MangopayAPI
@@ -20,12 +21,14 @@ public enum MerchantAssembly {
         configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
         logger: Logger, clock: any WallClock = SystemClock()
     ) throws(ConfigurationError) -> MerchantServices {
-        let sandbox = try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
-            try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
-        } ?? SandboxBehaviour()
-        let risk = try configuration.riskFile.map { (file) throws(ConfigurationError) in
-            try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
-        } ?? RiskPolicy()
+        let sandbox =
+            try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
+                try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
+            } ?? SandboxBehaviour()
+        let risk =
+            try configuration.riskFile.map { (file) throws(ConfigurationError) in
+                try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
+            } ?? RiskPolicy()
         return MerchantServices(
             environment: PaymentsEnvironment(
                 store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: fingerprintKeys,
@@ -44,13 +47,14 @@ public enum MerchantAssembly {
     /// store holds no client yet, creates the development client and hands its credentials (shown once, never
     /// stored in clear) to `announce`.
     public static func routes(
-        configuration: CardVaultConfiguration, services: MerchantServices,
+        configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
         announce: @escaping @Sendable (String) -> Void
     ) async throws -> [any RouteGroup] {
         if try await services.clients.all().isEmpty {
             let credentials = try await services.clients.create(name: developmentClientName)
             announce(
-                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
+                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)"
+            )
         }
         return [
             MangopayRoutes(
@@ -58,6 +62,6 @@ public enum MerchantAssembly {
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
-        ]
+        ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }
 }

@@ -152,6 +152,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     /// directory holds only the admin socket. nil: the encrypted file store in the data directory.
     public var databaseURL: Redacted<String>?
     public var database: Database
+    /// Detokenize-and-forward destinations and limits.
+    public var forward: Forward
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -173,7 +175,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         metricsToken: Redacted<String>? = nil,
         keys: Keys = Keys(),
         databaseURL: Redacted<String>? = nil,
-        database: Database = Database()
+        database: Database = Database(),
+        forward: Forward = Forward()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -195,6 +198,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.keys = keys
         self.databaseURL = databaseURL
         self.database = database
+        self.forward = forward
     }
 
     /// `host:port` (IPv6 hosts in brackets).
@@ -233,7 +237,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
             throw ConfigurationError(.malformedFile, field: "", message: "configuration file \(path) is not valid JSON")
         }
         guard let object = parsed as? [String: Any] else {
-            throw ConfigurationError(.malformedFile, field: "", message: "configuration file \(path) must hold a JSON object")
+            throw ConfigurationError(
+                .malformedFile, field: "", message: "configuration file \(path) must hold a JSON object")
         }
         try apply(object: object, prefix: "")
     }
@@ -333,7 +338,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path),
             let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN ")
         else {
-            throw ConfigurationError(.invalidValue, field: field, message: "\(field): cannot read a PEM file at \(path)")
+            throw ConfigurationError(
+                .invalidValue, field: field, message: "\(field): cannot read a PEM file at \(path)")
         }
         return text
     }

@@ -19,6 +19,8 @@ struct ConfigurationField: Sendable {
         case optionalDatabaseURL
         /// One of a fixed set of words.
         case choice([String])
+        /// Comma-separated items (an array in the file), each checked by `check` (nil: fine, else the problem).
+        case list(example: String, check: @Sendable (String) -> String?)
     }
 
     /// Parsed values.
@@ -37,9 +39,12 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys", "database"]
+    static let sections: Set<String> = ["http", "tls", "keys", "database", "forward"]
 
-    static let all: [ConfigurationField] = [
+    /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift).
+    static let all: [ConfigurationField] = baseFields + forwardFields
+
+    static let baseFields: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
             if case .address(let host, let port) = $1 {
                 $0.listenHost = host
@@ -141,7 +146,9 @@ struct ConfigurationField: Sendable {
         ConfigurationField(path: "tls.keyFile", environmentName: "CARDVAULT_TLS_KEY_FILE", kind: .optionalPath) {
             config, value in config.tls.keyFile = Self.optionalText(value)
         },
-        ConfigurationField(path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath) {
+        ConfigurationField(
+            path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath
+        ) {
             config, value in config.tls.clientCAFile = Self.optionalText(value)
         },
         ConfigurationField(
@@ -184,6 +191,11 @@ struct ConfigurationField: Sendable {
         case .origins:
             guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
                 throw invalid("must be an array of origins such as \"https://shop.example\"")
+            }
+            value = try parse((items as! [String]).joined(separator: ","))
+        case .list(let example, _):
+            guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
+                throw invalid("must be an array of strings such as \"\(example)\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
         case .optionalPath, .optionalToken, .optionalDatabaseURL:
@@ -239,7 +251,8 @@ struct ConfigurationField: Sendable {
             }
             return .address(host: host, port: port)
         case .url:
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https",
                 let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
             else { throw invalid("must be an absolute http:// or https:// URL without query or fragment") }
             return .text(text.hasSuffix("/") ? String(text.dropLast()) : text)
@@ -276,13 +289,23 @@ struct ConfigurationField: Sendable {
             guard words.contains(text) else { throw invalid("must be one of " + words.joined(separator: ", ")) }
             return .text(text)
         case .origins:
-            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             for origin in origins where origin != "*" {
                 guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(),
                     scheme == "http" || scheme == "https", url.host != nil, url.path.isEmpty, url.query == nil
                 else { throw invalid("must list origins like https://shop.example (scheme, host, optional port) or *") }
             }
             return .list(origins)
+        case .list(_, let check):
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            for item in items {
+                if let problem = check(item) { throw invalid(problem) }
+            }
+            return .list(items)
         }
     }
 
@@ -291,7 +314,9 @@ struct ConfigurationField: Sendable {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
@@ -300,7 +325,9 @@ struct ConfigurationField: Sendable {
             portText = text[text.index(after: colon)...]
             if host.contains(":") { return nil }
         }
-        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else { return nil }
+        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else {
+            return nil
+        }
         return (String(host), port)
     }
 

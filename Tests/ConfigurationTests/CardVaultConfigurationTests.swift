@@ -10,7 +10,8 @@ import VaultCore
         .deletingLastPathComponent()
 
     static func write(_ json: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-config-\(UUID().uuidString).json")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-config-\(UUID().uuidString).json")
         try Data(json.utf8).write(to: url)
         return url.path
     }
@@ -96,6 +97,14 @@ import VaultCore
             "CARDVAULT_DATABASE_URL": "postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write",
             "CARDVAULT_DATABASE_POOL_SIZE": "12",
             "CARDVAULT_DATABASE_SYNCHRONOUS_COMMIT": "remote_apply",
+            "CARDVAULT_FORWARD_DESTINATIONS": "https://psp.example/v1/",
+            "CARDVAULT_FORWARD_CA_FILE": "/tls/psp-ca.pem",
+            "CARDVAULT_FORWARD_PRIVATE_NETWORKS": "10.1.0.0/16",
+            "CARDVAULT_FORWARD_CONNECT_TIMEOUT_SECONDS": "2",
+            "CARDVAULT_FORWARD_TIMEOUT_SECONDS": "9",
+            "CARDVAULT_FORWARD_MAX_REQUEST_BODY_BYTES": "100",
+            "CARDVAULT_FORWARD_MAX_RESPONSE_BODY_BYTES": "200",
+            "CARDVAULT_FORWARD_MAX_CONCURRENT": "3",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -128,7 +137,11 @@ import VaultCore
             metricsToken: Redacted("prometheus-scrape-token-1"),
             keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
             databaseURL: Redacted("postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write"),
-            database: .init(poolSize: 12, synchronousCommit: "remote_apply")
+            database: .init(poolSize: 12, synchronousCommit: "remote_apply"),
+            forward: .init(
+                destinations: ["https://psp.example/v1/"], caFile: "/tls/psp-ca.pem", privateNetworks: ["10.1.0.0/16"],
+                connectTimeoutSeconds: 2, timeoutSeconds: 9, maxRequestBodyBytes: 100, maxResponseBodyBytes: 200,
+                maxConcurrent: 3)
         )
         #expect(configuration == expected)
     }
@@ -260,10 +273,14 @@ import VaultCore
         #expect(fromEnvironment.metricsToken?.unsafeRevealed == Self.metricsToken)
         #expect(!"\(fromEnvironment)".contains(Self.metricsToken))
         let file = try Self.write(#"{"metricsToken": "\#(Self.metricsToken)"}"#)
-        #expect(try CardVaultConfiguration.load(file: file, environment: [:]).metricsToken?.unsafeRevealed == Self.metricsToken)
+        #expect(
+            try CardVaultConfiguration.load(file: file, environment: [:]).metricsToken?.unsafeRevealed
+                == Self.metricsToken)
         let none = try Self.write(#"{"metricsToken": null}"#)
         #expect(try CardVaultConfiguration.load(file: none, environment: [:]).metricsToken == nil)
-        #expect(try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": ""]).metricsToken == nil)
+        #expect(
+            try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": ""]).metricsToken == nil
+        )
         for bad in ["short-secret", "has a space in the token", String(repeating: "x", count: 257)] {
             do {
                 _ = try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": bad])
