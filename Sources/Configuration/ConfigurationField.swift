@@ -282,7 +282,9 @@ struct ConfigurationField: Sendable {
             guard lower.hasPrefix("postgresql://") || lower.hasPrefix("postgres://") || text.contains("="),
                 !text.contains("\n"), text.utf8.count <= 4096
             else {
-                throw invalid("must be a libpq URI such as postgresql://user@host1,host2/cardvault?target_session_attrs=read-write")
+                throw invalid(
+                    "must be a libpq URI such as postgresql://user@host1,host2/cardvault?target_session_attrs=read-write"
+                )
             }
             return .text(text)
         case .choice(let words):

@@ -12,10 +12,13 @@ enum PostgresBackendOption {
     static func environment(home: String, binary: String) throws -> [String: String] {
         guard let base = ProcessInfo.processInfo.environment[variable], !base.isEmpty else { return [:] }
         // One schema per daemon home, so a restart on the same home finds its data again.
-        let schema = "bench_" + String(home.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.suffix(40))
+        let schema =
+            "bench_"
+            + String(home.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.suffix(40))
             .lowercased()
         try ChildProcess.check(
-            "/usr/lib/postgresql/15/bin/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", base, "-c", "CREATE SCHEMA IF NOT EXISTS \(schema)"])
+            "/usr/lib/postgresql/15/bin/psql",
+            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", base, "-c", "CREATE SCHEMA IF NOT EXISTS \(schema)"])
         let url = base + (base.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
         let environment = ["CARDVAULT_DATABASE_URL": url, "CARDVAULT_KEYS_DIR": home + "/keys"]
         if !FileManager.default.fileExists(atPath: home + "/keys/master.key") {

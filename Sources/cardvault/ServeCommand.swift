@@ -127,7 +127,8 @@ enum ServeCommand: Command {
             options.keyRotation = configuration.keys.rotationPolicy
             return .file(
                 try EncryptedFileStore.open(
-                    directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options))
+                    directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options
+                ))
         } catch let error as StoreError {
             throw CommandFailure("cannot open the record store: \(error.message)")
         } catch let error as KeyRingError {

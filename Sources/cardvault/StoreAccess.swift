@@ -26,7 +26,8 @@ struct StoreAccess {
             // Both directories given: the configuration only lends its key rotation limits, if it loads.
             let loaded = try? CommandConfiguration.load(explicitFile: explicitFile)
             return StoreAccess(
-                dataDirectory: data, keysDirectory: keys, keyRotation: loaded?.keys.rotationPolicy ?? KeyRotationPolicy(),
+                dataDirectory: data, keysDirectory: keys,
+                keyRotation: loaded?.keys.rotationPolicy ?? KeyRotationPolicy(),
                 configuration: loaded?.databaseURL == nil ? nil : loaded)
         }
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
@@ -45,7 +46,8 @@ struct StoreAccess {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
         if var configuration {
             configuration.keysDirectory = keysDirectory
-            return try await callDatabase(command, configuration: configuration, arguments: arguments, progress: progress)
+            return try await callDatabase(
+                command, configuration: configuration, arguments: arguments, progress: progress)
         }
         do {
             if AdminClient.isServing(path: socket) {
