@@ -88,7 +88,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "cardvault-bench",
-            dependencies: ["Payments", "VaultStore", "VaultCrypto", "CardKit", "VaultCore"],
+            dependencies: ["Payments", "VaultStore", "VaultStorePostgres", "VaultCrypto", "CardKit", "VaultCore"],
             swiftSettings: swiftSettings
         ),
 

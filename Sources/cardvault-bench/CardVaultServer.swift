@@ -49,7 +49,8 @@ final class CardVaultServer {
     /// Starts the daemon on fresh directories (it creates a development master key and client) and
     /// waits until it accepts.
     /// - Parameter extraEnvironment: further `CARDVAULT_…` settings (the forward suite's destinations).
-    init(context: SuiteContext, extraEnvironment: [String: String] = [:]) throws {
+    /// - Parameter sharing: the development client of another daemon on the same database (this one prints none).
+    init(context: SuiteContext, extraEnvironment: [String: String] = [:], sharing: Credentials? = nil) throws {
         self.context = context
         self.extraEnvironment = extraEnvironment
         home = try context.temporaryDirectory("cardvault")
@@ -59,6 +60,10 @@ final class CardVaultServer {
             atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600]
         )
         (port, child) = try Self.start(context: context, home: home, extraEnvironment: extraEnvironment)
+        if let sharing {
+            credentials = sharing
+            return
+        }
         let output = child.output()
         guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),
             let idRange = line.range(of: "ClientId="), let keyRange = line.range(of: " ApiKey=")

@@ -7,6 +7,7 @@ enum SuiteCatalog {
         StoreSuite(),
         HTTPSuite(),
         PeerSuite(),
+        PostgresPairSuite(),
         ForwardSuite(),
     ]
 }
