@@ -12,13 +12,13 @@ TEST_ENV := CARDVAULT_BIN=$(CURDIR)/$(RELEASE_BIN)
 SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 TSAN_OPTIONS=halt_on_error=1:suppressions=$(CURDIR)/Tests/tsan.supp
 
 # Debian packages, by what needs them.
-PACKAGES_BUILD := libssl-dev libmicrohttpd-dev libcurl4-openssl-dev pkg-config
-PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver openssl
+PACKAGES_BUILD := libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libpq-dev pkg-config
+PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver openssl postgresql
 PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk openssl postgresql postgresql-contrib
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
-.PHONY: run test test-sdk test-scripts test-debug test-sanitize lint format venv bench clean build release keys deps-build \
+.PHONY: run test test-sdk test-postgres-pair test-scripts test-debug test-sanitize lint format venv bench clean build release keys deps-build \
 	deps-test deps-bench \
 	fuzz fuzz-parsers fuzz-build fuzz-seeds fuzz-api
 
@@ -38,6 +38,21 @@ test: deps-test release
 	$(TEST_ENV) $(SWIFT) test -c release --skip-build --build-path $(RELEASE_TEST_PATH) --no-parallel
 	$(MAKE) --no-print-directory test-scripts
 	$(MAKE) --no-print-directory test-sdk
+	$(MAKE) --no-print-directory test-postgres-pair
+
+# The SDK tests of the second pass, against two daemons sharing one PostgreSQL database (requests alternate
+# between them): the SDK flows, the pay-ins (3-D Secure in Chromium included) and the secret scan. The
+# abuse-limit, framing, hardening and schemathesis tests exercise the HTTP layer, which is the same on either
+# backend, and stay in the first pass only (they would double make test's time).
+PAIR_SDK_TESTS := Tests/sdk/test_mangopay_sdk.py Tests/sdk/test_sdk_flows.py Tests/sdk/test_payins_e2e.py \
+	Tests/sdk/test_zz_scan.py
+
+## test-postgres-pair: Tests/sdk (PAIR_SDK_TESTS) with CARDVAULT_TEST_BACKEND=postgres-pair: a throw-away
+## PostgreSQL cluster (initdb in a temporary directory, Unix socket on a free port) and two daemons on it
+## behind a round-robin proxy. The Swift suite's PostgreSQL cases start their own throw-away cluster the same
+## way (or use CARDVAULT_TEST_DATABASE_URL), and Tests/sdk/test_postgres_pair.py runs in both passes.
+test-postgres-pair: deps-test release venv
+	$(TEST_ENV) CARDVAULT_TEST_BACKEND=postgres-pair .venv/bin/python -m pytest -q $(PAIR_SDK_TESTS)
 
 ## test-scripts: the repository's own tools (scripts/check-imports against fake packages and this one)
 test-scripts:

@@ -11,7 +11,8 @@ struct PostgresStatement: Sendable, Hashable {
 /// A fixed set of connections, each owned by its own thread, serving a shared queue of work.
 ///
 /// Async callers queue a job and wait; a connection's thread takes what is queued at once (up to
-/// ``maximumTake`` jobs) and sends it in libpq's pipeline mode, one round trip for all of it:
+/// ``maximumTake`` reads, or up to ``maximumCommitsPerTransaction`` commits: never both, so a read does
+/// not wait for a WAL flush) and sends it in libpq's pipeline mode, one round trip for all of it:
 /// each read with its own sync point, and the commits together in one transaction when there are
 /// several (one WAL flush for the lot; each ``cardvault_commit`` call undoes only its own batch on a
 /// conflict). Libpq blocks its thread, never the cooperative pool.
@@ -212,9 +213,11 @@ final class PostgresPool: Sendable {
                 if queue.closing { return [] }
                 guard !queue.jobs.isEmpty else { return nil }
                 if case .session = queue.jobs[0].kind { return [queue.jobs.removeFirst()] }
+                // Reads and commits go in separate round trips: a read never waits for a commit's WAL flush.
                 var taken: [Job] = []
                 var commits = 0
                 var index = 0
+                var takesCommits: Bool?
                 while index < queue.jobs.count, taken.count < Self.maximumTake {
                     let job = queue.jobs[index]
                     switch job.kind {
@@ -222,18 +225,25 @@ final class PostgresPool: Sendable {
                         index += 1
                         continue
                     case .commit:
-                        if commits == Self.maximumCommitsPerTransaction {
+                        if commits == Self.maximumCommitsPerTransaction || takesCommits == false {
                             index += 1
                             continue
                         }
+                        takesCommits = true
                         commits += 1
                     case .read:
-                        break
+                        if takesCommits == true {
+                            index += 1
+                            continue
+                        }
+                        takesCommits = false
                     }
                     taken.append(queue.jobs.remove(at: index))
                 }
                 return taken
             }
+            // What was left (the other kind) goes to another connection.
+            if let taken, !taken.isEmpty, !queue.withLock({ $0.jobs.isEmpty }) { wake.signal() }
             if let taken { return taken }
             _ = wake.wait(until: Date().addingTimeInterval(0.5))
         }
