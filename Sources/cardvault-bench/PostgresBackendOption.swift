@@ -2,9 +2,9 @@ import Foundation
 
 /// `CARDVAULT_BENCH_DATABASE_URL=<libpq URI>`: the HTTP suites' daemon runs on the PostgreSQL backend instead of the
 /// file store, each daemon home in a schema of its own (created here, then `cardvault db migrate`), with its master key
-/// made by `cardvault keys init`. Unset: the file store, as always. (A first step: the two-daemon suite beside the
-/// file store and the pgcrypto peer in one run is not written yet; the durability check after the tokenization
-/// runs reopens the file store and does not apply to this backend.)
+/// made by `cardvault keys init`. Unset: the file store, as always. (The http suite's durability check reopens the
+/// file store and does not apply to this backend; the `postgres` suite, PostgresPairSuite, runs two daemons on one
+/// database beside the file store and the pgcrypto peer and reads its durability check back from the database.)
 enum PostgresBackendOption {
     static let variable = "CARDVAULT_BENCH_DATABASE_URL"
 
