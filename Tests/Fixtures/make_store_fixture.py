@@ -4,8 +4,8 @@ driving a `cardvault serve` binary over HTTP; StoreFixtureTests opens it and rea
 
 The committed fixture `store-5a42ffc/` was written by the release build of commit 5a42ffc (JSON records):
     git worktree add /tmp/cv-5a42ffc 5a42ffc && (cd /tmp/cv-5a42ffc && swift build -c release)
-    Tests/PaymentsTests/Fixtures/make_store_fixture.py /tmp/cv-5a42ffc/.build/release/cardvault \
-        Tests/PaymentsTests/Fixtures/store-5a42ffc
+    Tests/Fixtures/make_store_fixture.py /tmp/cv-5a42ffc/.build/release/cardvault \
+        Tests/Fixtures/store-5a42ffc
 Only sandbox test card numbers go in; the keys are throwaway development keys made for the fixture.
 Its `manifest.json` lists what was created (ids only), for the test to check against.
 """
@@ -40,7 +40,7 @@ def main(binary, target):
            "CARDVAULT_DATA_DIR": str(work / "data"), "CARDVAULT_KEYS_DIR": str(work / "keys"),
            "CARDVAULT_CHECKOUT_ORIGINS": "https://shop.example"}
     out = open(work / "out", "wb")
-    root = pathlib.Path(__file__).resolve().parents[3]
+    root = pathlib.Path(__file__).resolve().parents[2]
     process = subprocess.Popen([binary, "serve"], cwd=str(root), env=env, stdout=out, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 30
