@@ -1,16 +1,31 @@
 import Foundation
 import VaultStore
 
-/// Encodes domain records as JSON for the store and back. Stored records are internal: their field names are the
-/// Swift property names, not the wire's.
+/// Encodes domain records for the store and back. Record types with a binary codec (``BinaryRecord``, see
+/// ``BinaryRecordFormat``) are written in it; the others, and every record written before it, are JSON whose field
+/// names are the Swift property names (stored records are internal, not the wire). Each stored value carries its
+/// format in its first byte, so a reader takes either.
 enum RecordCoding {
+    /// JSON, for record types without a binary codec.
     static func encode(_ value: some Encodable) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(value))
     }
 
+    /// Decodes a record in whichever format it was stored (a binary one only for a type with a binary codec).
     static func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
+        if isBinary(record.value), let binary = type as? any BinaryRecord.Type {
+            return try decodeBinaryRecord(binary, record.value) as! T
+        }
+        return try decodeJSON(type, from: record)
+    }
+
+    private static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord {
+        try decodeBinary(type, value)
+    }
+
+    static func decodeJSON<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
         try JSONDecoder().decode(type, from: Data(record.value))
     }
 }

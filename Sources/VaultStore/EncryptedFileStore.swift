@@ -28,6 +28,10 @@ public struct FileStoreOptions: Sendable {
     public var logger: Logger
     /// When the current data key is replaced by itself (seal count and age limits).
     public var keyRotation: KeyRotationPolicy
+    /// Moves stored values to a newer format: given a record's collection and plaintext value, the value in the
+    /// current format, or nil to leave it as it is. Rewrap and compaction apply it to every record they move, so
+    /// records written by an earlier build (JSON) move forward. The domain layer sets it; nil keeps values.
+    public var valueUpgrade: (@Sendable (_ collection: String, _ value: [UInt8]) -> [UInt8]?)?
     /// A group of at least this many writes is indexed later: while the next group syncs, or by
     /// the first reader of the index. Under heavy write load (large groups) this takes the index
     /// update out of the writers' CPU-bound way back; a smaller group is indexed at once, since

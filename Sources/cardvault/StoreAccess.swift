@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Payments
 import VaultAPI
 import VaultCore
 import VaultCrypto
@@ -40,6 +41,7 @@ struct StoreAccess {
             }
             var options = FileStoreOptions()
             options.keyRotation = keyRotation
+            options.valueUpgrade = StoredRecordFormat.upgrade
             let store = try EncryptedFileStore.open(directory: dataDirectory, keysDirectory: keysDirectory, options: options)
             defer { store.close() }
             let handlers = AdminHandlers()
