@@ -14,7 +14,7 @@ final class ChildProcess {
         var cpuSeconds: Double
     }
 
-    private let pid: pid_t
+    let pid: pid_t
     private var exitStatus: Int32?
     private var cpuSeconds = 0.0
     private let outputPath: String

@@ -52,12 +52,15 @@ struct HTTPSuite: BenchSuite {
         var generator: [String] = []
         var flowRates: [String] = []
         var refusedSamples: [String] = []
+        var cpuLines: [(name: String, cpu: CPUPerRequest, warmup: Bool)] = []
         for connections in Self.connectionCounts {
             let label = "\(connections) conn\(connections == 1 ? "" : "s")"
             let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
             let anchor = Side.measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) })
             var flowSide = Side.unavailable(serverNote)
             let flowCounts = CompletedCounter()
+            let flowCPU = CPUPerRequest()
+            cpuLines.append(("registration flow, \(label)", flowCPU, true))
             if let server, let setup {
                 let load = WrkLoad(
                     url: server.url, script: wrkDirectory + "/flow.lua", connections: connections,
@@ -65,7 +68,9 @@ struct HTTPSuite: BenchSuite {
                     threadPerConnection: true)
                 let counter = flowCounts
                 flowSide = .measured(Workload(label: "cardvault serve, registration flow") { seconds in
-                    let (sample, report) = try load.runReporting(seconds: seconds)
+                    let (sample, report) = try flowCPU.measure(server, requests: { $0.1.requests }) {
+                        try load.runReporting(seconds: seconds)
+                    }
                     counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
                     if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
                     return sample
@@ -93,12 +98,16 @@ struct HTTPSuite: BenchSuite {
                     threadPerConnection: true)
                 let plan = context.loadPlan
                 var samples: [Sample] = []
+                let payInCPU = CPUPerRequest()
+                cpuLines.append(("pay-in (frictionless), \(label)", payInCPU, false))
                 do {
                     context.progress.step("\(context.suiteName) › pay-in, \(label) › warm-up")
                     _ = try load.runReporting(seconds: plan.warmupSeconds)
                     for run in 0..<plan.runs {
                         context.progress.step("\(context.suiteName) › pay-in, \(label) › run \(run + 1)/\(plan.runs)")
-                        let (sample, report) = try load.runReporting(seconds: plan.seconds)
+                        let (sample, report) = try payInCPU.measure(server, requests: { $0.1.requests }) {
+                            try load.runReporting(seconds: plan.seconds)
+                        }
                         var counted = sample
                         counted.rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
                         samples.append(counted)
@@ -125,6 +134,8 @@ struct HTTPSuite: BenchSuite {
         let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
         var tokenizeSide = Side.unavailable(serverNote)
         let tokenization = TokenizationRuns()
+        let tokenizeCPU = tokenization.cpu
+        cpuLines.append(("tokenization POST alone, \(label)", tokenizeCPU, true))
         if let server, let setup {
             tokenizeSide = .measured(Workload(label: "cardvault serve, tokenization POST") { seconds in
                 try tokenization.run(
@@ -160,6 +171,21 @@ struct HTTPSuite: BenchSuite {
         comparisons.append(tokenize)
         if let registrations = tokenization.registrationsNote { notes.append(registrations) }
 
+        for line in cpuLines {
+            var comparison = Comparison(name: "daemon CPU per request: " + line.name, unit: "CPU µs/req")
+            if let median = line.cpu.median(droppingWarmup: line.warmup) {
+                let timed = line.warmup && line.cpu.micros.count > 1 ? Array(line.cpu.micros.dropFirst()) : line.cpu.micros
+                comparison.subject = Series(
+                    label: "cardvault serve, user + system CPU / requests answered",
+                    samples: timed.map { Sample(rate: $0) })
+                comparison.subject?.median = median
+            } else {
+                comparison.subjectNote = serverNote
+            }
+            comparison.anchorNote = "none: the daemon's own CPU time (/proc/<pid>/stat utime + stime) over the run, "
+                + "divided by the requests wrk got answers to; lower is better, stable on a noisy machine"
+            comparisons.append(comparison)
+        }
         if !flowRates.isEmpty { notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".") }
         if !refusedSamples.isEmpty { notes.append("Refused answers: " + refusedSamples.joined(separator: "; ") + ".") }
         notes.append(
@@ -248,6 +274,8 @@ final class TokenizationRuns {
     }
 
     private(set) var last: Run?
+    /// Daemon CPU per request of each run (the warm-up's first).
+    let cpu = CPUPerRequest()
     private var created: [Int] = []
     private var retried = 0
     /// The largest share of connection time spent out of registrations in a counted run.
@@ -266,7 +294,9 @@ final class TokenizationRuns {
             let load = WrkLoad(
                 url: server.url, script: context.benchDirectory + "/wrk/tokenize.lua", connections: connections,
                 scriptArguments: [file.path], threadPerConnection: true)
-            let (sample, report) = try load.runReporting(seconds: seconds)
+            let (sample, report) = try cpu.measure(server, requests: { $0.1.requests }) {
+                try load.runReporting(seconds: seconds)
+            }
             let rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
             expectedRate = max(expectedRate, rate)
             let idle = Double(report.exhausted ?? 0) * 0.05 / (Double(connections) * report.duration_us / 1e6)
