@@ -34,6 +34,8 @@ public struct PayInService: Sendable {
     let securityCodes: SecurityCodeHold
     public let sandbox: SandboxBehaviour
     public let riskEngine: RiskEngine
+    /// The risk history's counters (one set per service: every pay-in of the daemon goes through it).
+    let riskCounters = RiskCounters()
 
     static let payIns = "payins"
     static let validations = "card-validations"
@@ -56,7 +58,9 @@ public struct PayInService: Sendable {
         self.riskEngine = riskEngine
     }
 
-    private var history: PayInRiskHistory { PayInRiskHistory(environment: environment, policy: riskEngine.policy) }
+    private var history: PayInRiskHistory {
+        PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
+    }
 
     private static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
         purpose == .payIn ? payIns : validations
@@ -511,6 +515,7 @@ public struct PayInService: Sendable {
             }
             do {
                 try await mapStoreErrors { try await environment.store.commit(writes) }
+                riskCounters.record(PayInRiskHistory.counterEvents(writes))
                 if actions.contains(.wipeSecurityCode) {
                     securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
                 }

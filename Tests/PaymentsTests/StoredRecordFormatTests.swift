@@ -84,16 +84,22 @@ import VaultCrypto
         }
     }
 
-    static func services(_ store: EncryptedFileStore) -> MerchantServices {
-        MerchantServices(
+    /// The services over the fixture's store, on a clock just after the fixture was written (so that its pending
+    /// challenge has not expired: reading an expired one completes it).
+    static func services(_ store: EncryptedFileStore, manifest: Manifest) throws -> MerchantServices {
+        let pending = try #require(
+            try store.read(PayInService.payIns, id: Identifier.scoped(manifest.clientId, manifest.payIns["pending"]!)))
+        let written = try RecordCoding.decode(PayIn.self, from: pending).creationDate
+        return MerchantServices(
             environment: PaymentsEnvironment(
-                store: store, clock: SystemClock(), fingerprintKeys: store.fingerprintKeys,
+                store: store, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(written + 1))),
+                fingerprintKeys: store.fingerprintKeys,
                 configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:1"), logger: .disabled))
     }
 
     /// What the fixture's manifest says was created reads back through the services.
     static func checkManifest(_ store: EncryptedFileStore, _ manifest: Manifest) async throws {
-        let services = services(store)
+        let services = try services(store, manifest: manifest)
         let client = manifest.clientId
         #expect(try await services.wallets.get(clientId: client, id: manifest.wallet).balance == manifest.balance)
         #expect(try await services.users.get(clientId: client, id: manifest.natural).personType == .natural)
