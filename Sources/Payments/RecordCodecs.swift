@@ -1,4 +1,5 @@
 import Foundation
+public import VaultStore
 
 // The binary codecs of the stored record types (see ``BinaryRecordFormat``). Tags are fixed forever: a field
 // that goes away leaves its tag unused; a new field takes a new tag and is optional (or has a default) so that
@@ -15,6 +16,13 @@ enum RecordKind {
     static let refund: UInt8 = 7
 }
 
+/// The value of a required field, or an error naming the field (never its value).
+@inline(__always)
+private func required<T>(_ value: T?, _ field: StaticString) throws -> T {
+    guard let value else { throw BinaryRecordError("required field \(field) is missing") }
+    return value
+}
+
 private func rawValue<T: RawRepresentable>(_ type: T.Type, _ text: String, _ field: StaticString) throws -> T
 where T.RawValue == String {
     guard let value = T(rawValue: text) else { throw BinaryRecordError("field \(field) holds an unknown value") }
@@ -22,12 +30,12 @@ where T.RawValue == String {
 }
 
 extension ResultCode: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, code)
         writer.string(2, message)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var code: String?
         var message: String?
         while let tag = try reader.next() {
@@ -42,7 +50,7 @@ extension ResultCode: BinaryFields {
 }
 
 extension PendingCard: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, cardId)
         writer.bytes(2, tokenDigest)
         writer.string(3, brand)
@@ -55,7 +63,7 @@ extension PendingCard: BinaryFields {
         writer.int(10, tokenizedAt)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var cardId: String?, tokenDigest: [UInt8]?, brand: String?, cardProvider: String?, alias: String?
         var expirationDate: String?, fingerprint: String?, country: String?, profilingReference: String?
         var tokenizedAt: Int64?
@@ -85,9 +93,9 @@ extension PendingCard: BinaryFields {
 }
 
 extension CardRegistration: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.cardRegistration }
+    public static var recordKind: UInt8 { RecordKind.cardRegistration }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
         writer.string(3, userId)
@@ -106,7 +114,7 @@ extension CardRegistration: BinaryRecord {
         writer.record(16, pending)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var id: String?, clientId: String?, userId: String?, currency: String?, cardType: String?, tag: String?
         var creationDate: Int64?, accessKey: String?, preregistrationData: String?, registrationData: String?
         var cardId: String?, result: ResultCode?, status: CardRegistrationStatus?, cardHolderName: String?
@@ -145,9 +153,9 @@ extension CardRegistration: BinaryRecord {
 }
 
 extension ProfilingAttempt: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.profilingAttempt }
+    public static var recordKind: UInt8 { RecordKind.profilingAttempt }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, reference)
         writer.string(2, clientId)
         writer.string(3, cardRegistrationId)
@@ -159,7 +167,7 @@ extension ProfilingAttempt: BinaryRecord {
         writer.int(9, creationDate)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var reference: String?, clientId: String?, cardRegistrationId: String?, cardId: String?
         var ipAddress: String?, userAgent: String?, acceptLanguage: String?, creationDate: Int64?
         var device: [String: String] = [:]
@@ -186,9 +194,9 @@ extension ProfilingAttempt: BinaryRecord {
 }
 
 extension Card: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.card }
+    public static var recordKind: UInt8 { RecordKind.card }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
         writer.string(3, userId)
@@ -208,7 +216,7 @@ extension Card: BinaryRecord {
         writer.string(17, cardRegistrationId)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var id: String?, clientId: String?, userId: String?, currency: String?, cardType: String?
         var cardProvider: String?, brand: String?, alias: String?, expirationDate: String?, country: String?
         var active: Bool?, validity: CardValidity?, fingerprint: String?, cardHolderName: String?, tag: String?
@@ -249,9 +257,9 @@ extension Card: BinaryRecord {
 }
 
 extension Wallet: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.wallet }
+    public static var recordKind: UInt8 { RecordKind.wallet }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
         writer.string(3, ownerId)
@@ -262,7 +270,7 @@ extension Wallet: BinaryRecord {
         writer.int(8, creationDate)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var id: String?, clientId: String?, ownerId: String?, description: String?, currency: String?
         var balance: Int64?, tag: String?, creationDate: Int64?
         while let field = try reader.next() {
@@ -287,12 +295,12 @@ extension Wallet: BinaryRecord {
 }
 
 extension Funds: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, currency)
         writer.int(2, amount)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var currency: String?
         var amount: Int64?
         while let tag = try reader.next() {
@@ -307,7 +315,7 @@ extension Funds: BinaryFields {
 }
 
 extension CardInfo: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, bin)
         writer.string(2, issuingBank)
         writer.string(3, issuerCountryCode)
@@ -316,7 +324,7 @@ extension CardInfo: BinaryFields {
         writer.string(6, subType)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var bin: String?, issuingBank: String?, issuerCountryCode: String?, type: String?, brand: String?
         var subType: String?
         while let tag = try reader.next() {
@@ -337,7 +345,7 @@ extension CardInfo: BinaryFields {
 }
 
 extension BrowserInfo: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, acceptHeader)
         writer.bool(2, javaEnabled)
         writer.bool(3, javascriptEnabled)
@@ -349,7 +357,7 @@ extension BrowserInfo: BinaryFields {
         writer.string(9, userAgent)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         self.init()
         while let tag = try reader.next() {
             switch tag {
@@ -369,7 +377,7 @@ extension BrowserInfo: BinaryFields {
 }
 
 extension Address: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, addressLine1)
         writer.string(2, addressLine2)
         writer.string(3, city)
@@ -378,7 +386,7 @@ extension Address: BinaryFields {
         writer.string(6, country)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         self.init()
         while let tag = try reader.next() {
             switch tag {
@@ -395,13 +403,13 @@ extension Address: BinaryFields {
 }
 
 extension PartyAddress: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, firstName)
         writer.string(2, lastName)
         writer.record(3, address)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         self.init()
         while let tag = try reader.next() {
             switch tag {
@@ -415,13 +423,13 @@ extension PartyAddress: BinaryFields {
 }
 
 extension RiskReason: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, rule)
         writer.string(2, detail)
         writer.int(3, points)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var rule: String?, detail: String?, points: Int?
         while let tag = try reader.next() {
             switch tag {
@@ -436,13 +444,13 @@ extension RiskReason: BinaryFields {
 }
 
 extension RiskAssessment: BinaryFields {
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.int(1, score)
         writer.string(2, decision.rawValue)
         for reason in reasons { writer.record(3, reason) }
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var score: Int?, decision: RiskDecision?
         var reasons: [RiskReason] = []
         while let tag = try reader.next() {
@@ -460,7 +468,7 @@ extension RiskAssessment: BinaryFields {
 extension PayInStateMachine: BinaryFields {
     // State: tag 2 is the case (0 created, 1 awaiting challenge, 2 succeeded, 3 failed); tag 3 the challenge
     // deadline (the bits of its time interval since 2001, exact); tag 4 the failure's result.
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, purpose.rawValue)
         switch state {
         case .created:
@@ -476,7 +484,7 @@ extension PayInStateMachine: BinaryFields {
         }
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var purpose: Purpose?, stateCase: UInt64?, expiresAt: Date?, result: ResultCode?
         while let tag = try reader.next() {
             switch tag {
@@ -500,9 +508,9 @@ extension PayInStateMachine: BinaryFields {
 }
 
 extension PayIn: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.payIn }
+    public static var recordKind: UInt8 { RecordKind.payIn }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
         writer.record(3, machine)
@@ -536,7 +544,7 @@ extension PayIn: BinaryRecord {
         writer.int(31, refundedFees)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var id: String?, clientId: String?, machine: PayInStateMachine?, authorId: String?
         var creditedUserId: String?, creditedWalletId: String?, debitedFunds: Funds?, fees: Funds?, cardId: String?
         var cardInfo: CardInfo?, secureMode: SecureMode?, secureModeReturnURL: String?, secureModeNeeded: Bool?
@@ -600,9 +608,9 @@ extension PayIn: BinaryRecord {
 }
 
 extension PayInAssessment: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.payInAssessment }
+    public static var recordKind: UInt8 { RecordKind.payInAssessment }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, transactionId)
         writer.int(2, score)
         writer.string(3, decision.rawValue)
@@ -610,7 +618,7 @@ extension PayInAssessment: BinaryRecord {
         writer.int(5, creationDate)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var transactionId: String?, score: Int?, decision: RiskDecision?, creationDate: Int64?
         var reasons: [RiskReason] = []
         while let tag = try reader.next() {
@@ -631,9 +639,9 @@ extension PayInAssessment: BinaryRecord {
 }
 
 extension Refund: BinaryRecord {
-    static var recordKind: UInt8 { RecordKind.refund }
+    public static var recordKind: UInt8 { RecordKind.refund }
 
-    func encode(to writer: inout BinaryRecordWriter) {
+    public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
         writer.string(3, payInId)
@@ -649,7 +657,7 @@ extension Refund: BinaryRecord {
         writer.int(13, executionDate)
     }
 
-    init(from reader: inout BinaryRecordReader) throws {
+    public init(from reader: inout BinaryRecordReader) throws {
         var id: String?, clientId: String?, payInId: String?, authorId: String?, creditedUserId: String?
         var debitedWalletId: String?, debitedFunds: Funds?, fees: Funds?, status: String?, result: ResultCode?
         var tag: String?, creationDate: Int64?, executionDate: Int64?

@@ -1,7 +1,9 @@
+import AdminChannel
 import Dispatch
 import Foundation
+import CardVaultApp
+import Configuration
 import Payments
-import VaultAPI
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -47,7 +49,7 @@ struct StoreAccess {
             let handlers = AdminHandlers()
             StoreAdminCommands.register(store, in: handlers)
             MerchantAdminCommands.register(
-                try MangopayDaemon.services(
+                try MerchantAssembly.services(
                     configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
                     logger: .disabled),
                 in: handlers)
