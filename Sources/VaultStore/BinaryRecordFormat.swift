@@ -18,7 +18,7 @@ public enum BinaryRecordFormat {
 }
 
 /// A value with a field list in the binary format (a stored record, or a part nested in one).
-public protocol BinaryFields {
+public protocol BinaryFields: SendableMetatype {
     /// Writes the fields.
     func encode(to writer: inout BinaryRecordWriter)
     /// Reads the fields; `reader` holds this value's fields only.
