@@ -338,7 +338,7 @@ public struct CardRegistrationService: Sendable {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The card registration is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The card registration kept changing under this request; nothing was written")
     }
 }
 

@@ -57,7 +57,7 @@ public struct CardService: Sendable {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The card is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The card kept changing under this request; nothing was written")
     }
 
     /// The cards of user `userId`.

@@ -117,7 +117,7 @@ extension PayInService {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The pay-in or its wallet kept changing under this refund; nothing was written")
     }
 
     /// The value of a checked operation, or a parameter error naming `field` when it overflowed.

@@ -36,6 +36,8 @@ public struct PayInService: Sendable {
     public let riskEngine: RiskEngine
     /// The risk history's counters (one set per service: every pay-in of the daemon goes through it).
     let riskCounters = RiskCounters()
+    /// Turns on wallets, for the credits of concurrent pay-ins.
+    let walletTurns = HotRecordQueue<Wallet>()
 
     static let payIns = "payins"
     static let validations = "card-validations"
@@ -459,7 +461,7 @@ public struct PayInService: Sendable {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The transaction kept changing under this request; nothing was written")
     }
 
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
@@ -474,7 +476,16 @@ public struct PayInService: Sendable {
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
         let keys = PayInRiskHistory.Keys(
             fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId)
+        // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
+        // gets them one after another, sharing group commits, instead of conflicting.
+        let walletKey = actions.contains(.creditWallet) ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
         for _ in 0..<10 {
+            // Each attempt takes its turn (a retry goes to the back of the line).
+            var turn: HotRecordQueue<Wallet>.Turn?
+            if let walletKey { turn = await walletTurns.take(walletKey) }
+            defer { turn?.finish(failed: false) }
+            let handedWallet = turn?.latest
+            var written: Stored<Wallet>?
             var writes: [RecordWrite] = [
                 .put(collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
                      value: try RecordCoding.encode(payIn),
@@ -490,15 +501,21 @@ public struct PayInService: Sendable {
             for action in actions {
                 switch action {
                 case .creditWallet:
-                    guard let walletId = payIn.creditedWalletId,
-                        let storedWallet = try await wallets.read(clientId: payIn.clientId, id: walletId)
-                    else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
+                    guard let walletId = payIn.creditedWalletId else {
+                        throw PaymentsError(.invalidState, "The credited wallet no longer exists")
+                    }
+                    var storedWallet = handedWallet
+                    if storedWallet == nil { storedWallet = try await wallets.read(clientId: payIn.clientId, id: walletId) }
+                    guard let storedWallet else {
+                        throw PaymentsError(.invalidState, "The credited wallet no longer exists")
+                    }
                     let version = storedWallet.version
                     var credited = storedWallet.value
                     credited.balance = try Self.checked(
                         credited.balance.addingReportingOverflow(payIn.creditedFunds.amount), "DebitedFunds.Amount")
                     writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                         value: try RecordCoding.encode(credited), condition: .version(version)))
+                    written = Stored(value: credited, version: version + 1)
                 case .markCard(let valid):
                     guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
                         found.value.validity == .unknown
@@ -514,20 +531,27 @@ public struct PayInService: Sendable {
                 }
             }
             do {
-                try await mapStoreErrors { try await environment.store.commit(writes) }
+                let handing = written
+                let currentTurn = turn
+                try await mapStoreErrors {
+                    try await environment.store.commit(writes, whenQueued: { currentTurn?.hand(handing) })
+                }
                 riskCounters.record(PayInRiskHistory.counterEvents(writes))
                 if actions.contains(.wipeSecurityCode) {
                     securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
                 }
                 return payIn
             } catch let error as StoreError where error.code == .conflict {
-                // The wallet or card moved under us: read them again. If the transaction itself moved,
-                // the caller must re-run the state machine on the new state.
+                // The wallet or card moved under us: read them again (from the store: what the previous change
+                // handed on did not hold). If the transaction itself moved, the caller must re-run the state
+                // machine on the new state.
+                await turn?.settle()
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
                 if current?.version != previousVersion { throw error }
             }
         }
-        throw PaymentsError(.unavailable, "Too many concurrent changes; retry")
+        throw PaymentsError(
+            .concurrentChange, "The wallet or card of this transaction kept changing under it; nothing was written")
     }
 }

@@ -73,6 +73,6 @@ public struct UserService: Sendable {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The user is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The user kept changing under this request; nothing was written")
     }
 }

@@ -107,7 +107,7 @@ public struct WalletService: Sendable {
                 continue
             }
         }
-        throw PaymentsError(.unavailable, "The wallet is being changed by another request; retry")
+        throw PaymentsError(.concurrentChange, "The wallet kept changing under this request; nothing was written")
     }
 
     /// The wallets of user `userId`, a page at a time.

@@ -647,6 +647,15 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        try await commit(writes, whenQueued: {})
+    }
+
+    /// ``commit(_:)``; `whenQueued` runs once the batch is in the flusher's queue (whose order is the order in
+    /// which conditions are checked), or at once when it is refused before that.
+    @discardableResult
+    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64] {
+        var queued = false
+        defer { if !queued { whenQueued() } }
         guard !writes.isEmpty else { return [] }
         for write in writes {
             try RecordName.validate(write.collection, what: "collection")
@@ -656,8 +665,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
         }
         let batch = QueuedBatch(writes)
+        queued = true
         return try await withUnsafeThrowingContinuation { (waiter: Waiter) in
             enqueue(.writes(batch, waiter))
+            whenQueued()
         }
     }
 
