@@ -99,6 +99,9 @@ final class CardVaultServer {
     /// Kills the daemon with SIGKILL (no shutdown, no final flush), as a crash would.
     func crash() { child.kill() }
 
+    /// The daemon's process id.
+    var processID: pid_t { child.pid }
+
     /// The daemon's user + system CPU seconds so far (/proc), to charge a run's CPU to its requests.
     var cpuSeconds: Double? { ProcessCPU.seconds(of: child.pid) }
 
