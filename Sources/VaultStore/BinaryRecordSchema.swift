@@ -10,23 +10,36 @@ public protocol BinarySchema: BinaryFields {
 }
 
 extension BinarySchema {
+    @inlinable
     public func encode(to writer: inout BinaryRecordWriter) {
         for field in Self.binaryFields { field.encode(self, &writer) }
     }
 
+    @inlinable
     public init(from reader: inout BinaryRecordReader) throws {
         let fields = Self.binaryFields
         var value = Self.binaryBlank
-        var seen = [Bool](repeating: false, count: fields.count)
+        // Fields usually come in the order listed: look at the next one first, then search.
+        var expected = 0
+        var seen: UInt64 = 0
         while let tag = try reader.next() {
-            guard let index = fields.firstIndex(where: { $0.tag == tag }) else {
+            var index = expected < fields.count && fields[expected].tag == tag ? expected : -1
+            if index < 0 {
+                for (candidate, field) in fields.enumerated() where field.tag == tag {
+                    index = candidate
+                    break
+                }
+            }
+            guard index >= 0 else {
                 try reader.skip()
                 continue
             }
             try fields[index].decode(&value, &reader)
-            seen[index] = true
+            if index < 64 { seen |= 1 << UInt64(index) }
+            expected = index + 1
         }
-        for (index, field) in fields.enumerated() where field.isRequired && !seen[index] {
+        for (index, field) in fields.enumerated() where field.isRequired && (index >= 64 || seen & (1 << UInt64(index)) == 0) {
+            if index >= 64 { continue }  // more than 64 fields: the first 64 are checked
             throw BinaryRecordError("required field \(field.tag) of \(Self.self) is missing")
         }
         self = value
@@ -36,10 +49,11 @@ extension BinarySchema {
 /// One field of a ``BinarySchema``.
 public struct BinaryField<Root>: Sendable {
     public let tag: Int
-    let isRequired: Bool
-    let encode: @Sendable (Root, inout BinaryRecordWriter) -> Void
-    let decode: @Sendable (inout Root, inout BinaryRecordReader) throws -> Void
+    public let isRequired: Bool
+    public let encode: @Sendable (Root, inout BinaryRecordWriter) -> Void
+    public let decode: @Sendable (inout Root, inout BinaryRecordReader) throws -> Void
 
+    @inlinable
     public init(
         tag: Int, required: Bool, encode: @escaping @Sendable (Root, inout BinaryRecordWriter) -> Void,
         decode: @escaping @Sendable (inout Root, inout BinaryRecordReader) throws -> Void
@@ -52,53 +66,63 @@ public struct BinaryField<Root>: Sendable {
 
     public typealias Path<Value> = any WritableKeyPath<Root, Value> & Sendable
 
+    @inlinable
     public static func string(_ tag: Int, _ path: Path<String>) -> Self {
         Self(tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.string() })
     }
 
+    @inlinable
     public static func string(_ tag: Int, _ path: Path<String?>) -> Self {
         Self(tag: tag, required: false, encode: { $1.string(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.string() })
     }
 
+    @inlinable
     public static func bytes(_ tag: Int, _ path: Path<[UInt8]>) -> Self {
         Self(tag: tag, required: true, encode: { $1.bytes(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bytes() })
     }
 
+    @inlinable
     public static func int(_ tag: Int, _ path: Path<Int64>) -> Self {
         Self(tag: tag, required: true, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int64() })
     }
 
+    @inlinable
     public static func int(_ tag: Int, _ path: Path<Int64?>) -> Self {
         Self(tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int64() })
     }
 
     /// An integer that decodes as `blank`'s value when absent (`required: false`), or must be there.
+    @inlinable
     public static func int(_ tag: Int, _ path: Path<Int>, required: Bool = true) -> Self {
         Self(tag: tag, required: required, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int() })
     }
 
+    @inlinable
     public static func int(_ tag: Int, _ path: Path<Int?>) -> Self {
         Self(tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int() })
     }
 
+    @inlinable
     public static func bool(_ tag: Int, _ path: Path<Bool>) -> Self {
         Self(tag: tag, required: true, encode: { $1.bool(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bool() })
     }
 
+    @inlinable
     public static func bool(_ tag: Int, _ path: Path<Bool?>) -> Self {
         Self(tag: tag, required: false, encode: { $1.bool(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bool() })
     }
 
     /// A string enumeration, by its raw value (an unknown value is an error, not a default).
+    @inlinable
     public static func raw<E: RawRepresentable & SendableMetatype>(_ tag: Int, _ path: Path<E>) -> Self where E.RawValue == String {
         Self(tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path].rawValue) },
             decode: {
@@ -109,17 +133,20 @@ public struct BinaryField<Root>: Sendable {
             })
     }
 
+    @inlinable
     public static func record<F: BinaryFields>(_ tag: Int, _ path: Path<F>) -> Self {
         Self(tag: tag, required: true, encode: { $1.record(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.record(F.self) })
     }
 
+    @inlinable
     public static func record<F: BinaryFields>(_ tag: Int, _ path: Path<F?>) -> Self {
         Self(tag: tag, required: false, encode: { $1.record(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.record(F.self) })
     }
 
     /// A list, one field per element, in order.
+    @inlinable
     public static func records<F: BinaryFields>(_ tag: Int, _ path: Path<[F]>) -> Self {
         Self(tag: tag, required: false, encode: { value, writer in
                 for element in value[keyPath: path] { writer.record(tag, element) }
@@ -128,6 +155,7 @@ public struct BinaryField<Root>: Sendable {
     }
 
     /// A string map, one entry field per key, in key order.
+    @inlinable
     public static func map(_ tag: Int, _ path: Path<[String: String]>) -> Self {
         Self(tag: tag, required: false, encode: { $1.map(tag, $0[keyPath: path]) },
             decode: { try $1.mapEntry(into: &$0[keyPath: path]) })
