@@ -11,9 +11,9 @@ struct PayInRiskHistory: Sendable {
     let policy: RiskPolicy
     let counters: RiskCounters
 
-    static let attempts = "risk-attempts"
-    static let failures = "risk-failures"
-    static let successes = "risk-successes"
+    static let attempts = Collections.riskAttempts
+    static let failures = Collections.riskFailures
+    static let successes = Collections.riskSuccesses
     /// Most entries counted per dimension; more than this all look alike to the rules.
     static let countLimit = 1000
 

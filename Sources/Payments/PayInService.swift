@@ -39,13 +39,13 @@ public struct PayInService: Sendable {
     /// Turns on wallets, for the credits of concurrent pay-ins.
     let walletTurns = HotRecordQueue<Wallet>()
 
-    static let payIns = "payins"
-    static let validations = "card-validations"
-    static let refunds = "refunds"
-    static let byCard = "transactions-by-card"
-    static let refundsByPayIn = "refunds-by-payin"
-    static let awaiting = "challenges-awaiting"
-    static let assessments = "profiling-assessments"
+    static let payIns = Collections.payIns
+    static let validations = Collections.validations
+    static let refunds = Collections.refunds
+    static let byCard = Collections.transactionsByCard
+    static let refundsByPayIn = Collections.refundsByPayIn
+    static let awaiting = Collections.challengesAwaiting
+    static let assessments = Collections.profilingAssessments
 
     public init(
         environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, sandbox: SandboxBehaviour = SandboxBehaviour(),
@@ -435,7 +435,10 @@ public struct PayInService: Sendable {
     private func transition(clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event)
         async throws -> PayIn
     {
-        for _ in 0..<10 {
+        return try await retryingOnConflict(
+            attempts: 10,
+            exhausted: PaymentsError(.concurrentChange, "The transaction kept changing under this request; nothing was written")
+        ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
                 throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
             }
@@ -449,19 +452,14 @@ public struct PayInService: Sendable {
                 throw PaymentsError(.invalidState, "The transaction cannot take this step now")
             }
             guard case .transitioned(let actions) = outcome else { return stored }
-            do {
-                payIn = try await apply(actions, to: payIn, previousVersion: version,
-                    extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
-                environment.logger.info(
-                    "transaction completed",
-                    ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
-                     "resultCode": .string(payIn.result?.code ?? "")])
-                return payIn
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            payIn = try await apply(actions, to: payIn, previousVersion: version,
+                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+            environment.logger.info(
+                "transaction completed",
+                ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
+                 "resultCode": .string(payIn.result?.code ?? "")])
+            return payIn
         }
-        throw PaymentsError(.concurrentChange, "The transaction kept changing under this request; nothing was written")
     }
 
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
@@ -477,15 +475,21 @@ public struct PayInService: Sendable {
         let keys = PayInRiskHistory.Keys(
             fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId)
         // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
-        // gets them one after another, sharing group commits, instead of conflicting.
-        let walletKey = actions.contains(.creditWallet) ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
-        for _ in 0..<10 {
-            // Each attempt takes its turn (a retry goes to the back of the line).
+        // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
+        // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
+        // goes to the caller, which must re-run the state machine on the new state.
+        let walletKey = actions.contains(.creditWallet)
+            ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
+        let written = try await retryingOnConflict(
+            attempts: 10,
+            exhausted: PaymentsError(
+                .concurrentChange, "The wallet or card of this transaction kept changing under it; nothing was written")
+        ) { () async throws -> Result<PayIn, StoreError> in
             var turn: HotRecordQueue<Wallet>.Turn?
             if let walletKey { turn = await walletTurns.take(walletKey) }
             defer { turn?.finish(failed: false) }
             let handedWallet = turn?.latest
-            var written: Stored<Wallet>?
+            var writtenWallet: Stored<Wallet>?
             var writes: [RecordWrite] = [
                 .put(collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
                      value: try RecordCoding.encode(payIn),
@@ -515,7 +519,7 @@ public struct PayInService: Sendable {
                         credited.balance.addingReportingOverflow(payIn.creditedFunds.amount), "DebitedFunds.Amount")
                     writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                         value: try RecordCoding.encode(credited), condition: .version(version)))
-                    written = Stored(value: credited, version: version + 1)
+                    writtenWallet = Stored(value: credited, version: version + 1)
                 case .markCard(let valid):
                     guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
                         found.value.validity == .unknown
@@ -531,27 +535,26 @@ public struct PayInService: Sendable {
                 }
             }
             do {
-                let handing = written
+                let handing = writtenWallet
                 let currentTurn = turn
                 try await mapStoreErrors {
                     try await environment.store.commit(writes, whenQueued: { currentTurn?.hand(handing) })
                 }
-                riskCounters.record(PayInRiskHistory.counterEvents(writes))
-                if actions.contains(.wipeSecurityCode) {
-                    securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
-                }
-                return payIn
             } catch let error as StoreError where error.code == .conflict {
-                // The wallet or card moved under us: read them again (from the store: what the previous change
-                // handed on did not hold). If the transaction itself moved, the caller must re-run the state
-                // machine on the new state.
+                // What the previous change handed on did not hold, or another writer got there: wait until the
+                // change this one built on is done, so that the next attempt reads what it left.
                 await turn?.settle()
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
-                if current?.version != previousVersion { throw error }
+                if current?.version != previousVersion { return .failure(error) }
+                throw error
             }
+            riskCounters.record(PayInRiskHistory.counterEvents(writes))
+            if actions.contains(.wipeSecurityCode) {
+                securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
+            }
+            return .success(payIn)
         }
-        throw PaymentsError(
-            .concurrentChange, "The wallet or card of this transaction kept changing under it; nothing was written")
+        return try written.get()
     }
 }

@@ -93,7 +93,7 @@ import VaultCrypto
         let written = try RecordCoding.decode(PayIn.self, from: pending).creationDate
         return MerchantServices(
             environment: PaymentsEnvironment(
-                store: store, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(written + 1))),
+                store: store, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(written + 1))), random: RandomPool(),
                 fingerprintKeys: store.fingerprintKeys,
                 configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:1"), logger: .disabled))
     }

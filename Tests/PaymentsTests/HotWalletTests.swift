@@ -20,7 +20,7 @@ import VaultStore
         policy.maxPerDevice = 1_000_000
         let services = MerchantServices(
             environment: PaymentsEnvironment(
-                store: store, clock: SystemClock(), fingerprintKeys: fingerprintKeys,
+                store: store, clock: SystemClock(), random: RandomPool(), fingerprintKeys: fingerprintKeys,
                 configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/"), logger: .disabled),
             riskPolicy: policy)
         var fields = UserFields()
