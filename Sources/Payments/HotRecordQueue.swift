@@ -59,7 +59,12 @@ final class HotRecordQueue<Value: Sendable>: Sendable {
         /// Hands the record as this change wrote it to the next change and lets that one go (once; later calls
         /// do nothing).
         func hand(_ written: Stored<Value>?) {
-            guard released.withLock({ done in defer { done = true }; return !done }) else { return }
+            guard
+                released.withLock({ done in
+                    defer { done = true }
+                    return !done
+                })
+            else { return }
             queue.release(key, serial: serial, latest: written)
         }
 

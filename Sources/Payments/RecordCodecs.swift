@@ -149,7 +149,9 @@ extension RiskReason: BinarySchema {
 }
 
 extension RiskAssessment: BinarySchema {
-    public static let binaryFields: [BinaryField<Self>] = [.int(1, \.score), .raw(2, \.decision), .records(3, \.reasons)]
+    public static let binaryFields: [BinaryField<Self>] = [
+        .int(1, \.score), .raw(2, \.decision), .records(3, \.reasons),
+    ]
     public static var binaryBlank: Self { RiskAssessment(score: 0, decision: .allow, reasons: []) }
 }
 
@@ -173,7 +175,10 @@ extension PayInStateMachine: BinaryFields {
     }
 
     public init(from reader: inout BinaryRecordReader) throws {
-        var purpose: Purpose?, stateCase: UInt64?, expiresAt: Date?, result: ResultCode?
+        var purpose: Purpose?
+        var stateCase: UInt64?
+        var expiresAt: Date?
+        var result: ResultCode?
         while let tag = try reader.next() {
             switch tag {
             case 1: purpose = try rawValue(Purpose.self, try reader.string(), "purpose")
@@ -242,7 +247,8 @@ extension Refund: BinaryRecord, BinarySchema {
     public static var binaryBlank: Self {
         Refund(
             id: "", clientId: "", payInId: "", authorId: "", creditedUserId: nil, debitedWalletId: "",
-            debitedFunds: Funds.binaryBlank, fees: Funds.binaryBlank, status: "", result: ResultCode.binaryBlank, tag: nil,
+            debitedFunds: Funds.binaryBlank, fees: Funds.binaryBlank, status: "", result: ResultCode.binaryBlank,
+            tag: nil,
             creationDate: 0, executionDate: nil)
     }
 }

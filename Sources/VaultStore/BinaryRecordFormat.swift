@@ -263,4 +263,3 @@ public struct BinaryRecordReader {
         map[name] = text
     }
 }
-

@@ -38,7 +38,8 @@ extension BinarySchema {
             if index < 64 { seen |= 1 << UInt64(index) }
             expected = index + 1
         }
-        for (index, field) in fields.enumerated() where field.isRequired && (index >= 64 || seen & (1 << UInt64(index)) == 0) {
+        for (index, field) in fields.enumerated()
+        where field.isRequired && (index >= 64 || seen & (1 << UInt64(index)) == 0) {
             if index >= 64 { continue }  // more than 64 fields: the first 64 are checked
             throw BinaryRecordError("required field \(field.tag) of \(Self.self) is missing")
         }
@@ -68,63 +69,74 @@ public struct BinaryField<Root>: Sendable {
 
     @inlinable
     public static func string(_ tag: Int, _ path: Path<String>) -> Self {
-        Self(tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.string() })
     }
 
     @inlinable
     public static func string(_ tag: Int, _ path: Path<String?>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.string(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.string(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.string() })
     }
 
     @inlinable
     public static func bytes(_ tag: Int, _ path: Path<[UInt8]>) -> Self {
-        Self(tag: tag, required: true, encode: { $1.bytes(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: true, encode: { $1.bytes(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bytes() })
     }
 
     @inlinable
     public static func int(_ tag: Int, _ path: Path<Int64>) -> Self {
-        Self(tag: tag, required: true, encode: { $1.int(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: true, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int64() })
     }
 
     @inlinable
     public static func int(_ tag: Int, _ path: Path<Int64?>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int64() })
     }
 
     /// An integer that decodes as `blank`'s value when absent (`required: false`), or must be there.
     @inlinable
     public static func int(_ tag: Int, _ path: Path<Int>, required: Bool = true) -> Self {
-        Self(tag: tag, required: required, encode: { $1.int(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: required, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int() })
     }
 
     @inlinable
     public static func int(_ tag: Int, _ path: Path<Int?>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.int(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.int() })
     }
 
     @inlinable
     public static func bool(_ tag: Int, _ path: Path<Bool>) -> Self {
-        Self(tag: tag, required: true, encode: { $1.bool(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: true, encode: { $1.bool(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bool() })
     }
 
     @inlinable
     public static func bool(_ tag: Int, _ path: Path<Bool?>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.bool(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.bool(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.bool() })
     }
 
     /// A string enumeration, by its raw value (an unknown value is an error, not a default).
     @inlinable
-    public static func raw<E: RawRepresentable & SendableMetatype>(_ tag: Int, _ path: Path<E>) -> Self where E.RawValue == String {
-        Self(tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path].rawValue) },
+    public static func raw<E: RawRepresentable & SendableMetatype>(_ tag: Int, _ path: Path<E>) -> Self
+    where E.RawValue == String {
+        Self(
+            tag: tag, required: true, encode: { $1.string(tag, $0[keyPath: path].rawValue) },
             decode: {
                 guard let value = E(rawValue: try $1.string()) else {
                     throw BinaryRecordError("field \(tag) holds an unknown value")
@@ -135,20 +147,24 @@ public struct BinaryField<Root>: Sendable {
 
     @inlinable
     public static func record<F: BinaryFields>(_ tag: Int, _ path: Path<F>) -> Self {
-        Self(tag: tag, required: true, encode: { $1.record(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: true, encode: { $1.record(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.record(F.self) })
     }
 
     @inlinable
     public static func record<F: BinaryFields>(_ tag: Int, _ path: Path<F?>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.record(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.record(tag, $0[keyPath: path]) },
             decode: { $0[keyPath: path] = try $1.record(F.self) })
     }
 
     /// A list, one field per element, in order.
     @inlinable
     public static func records<F: BinaryFields>(_ tag: Int, _ path: Path<[F]>) -> Self {
-        Self(tag: tag, required: false, encode: { value, writer in
+        Self(
+            tag: tag, required: false,
+            encode: { value, writer in
                 for element in value[keyPath: path] { writer.record(tag, element) }
             },
             decode: { $0[keyPath: path].append(try $1.record(F.self)) })
@@ -157,7 +173,8 @@ public struct BinaryField<Root>: Sendable {
     /// A string map, one entry field per key, in key order.
     @inlinable
     public static func map(_ tag: Int, _ path: Path<[String: String]>) -> Self {
-        Self(tag: tag, required: false, encode: { $1.map(tag, $0[keyPath: path]) },
+        Self(
+            tag: tag, required: false, encode: { $1.map(tag, $0[keyPath: path]) },
             decode: { try $1.mapEntry(into: &$0[keyPath: path]) })
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 import VaultCrypto
+
 @testable import Checkout
 @testable import Payments
 @testable import VaultStore
@@ -93,7 +94,8 @@ import VaultCrypto
         let written = try RecordCoding.decode(PayIn.self, from: pending).creationDate
         return MerchantServices(
             environment: PaymentsEnvironment(
-                store: store, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(written + 1))), random: RandomPool(),
+                store: store, clock: ManualClock(Date(timeIntervalSince1970: TimeInterval(written + 1))),
+                random: RandomPool(),
                 fingerprintKeys: store.fingerprintKeys,
                 configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:1"), logger: .disabled))
     }
@@ -112,14 +114,20 @@ import VaultCrypto
             #expect(pan.alias == card.alias)
         }
         #expect(try await services.cards.get(clientId: client, id: manifest.cards[2]).active == false)
-        #expect(try await services.cardRegistrations.get(clientId: client, id: manifest.createdRegistration).status == .created)
-        #expect(try await services.cardRegistrations.get(clientId: client, id: manifest.failedRegistration).status == .error)
+        #expect(
+            try await services.cardRegistrations.get(clientId: client, id: manifest.createdRegistration).status
+                == .created)
+        #expect(
+            try await services.cardRegistrations.get(clientId: client, id: manifest.failedRegistration).status == .error
+        )
         for (name, id) in manifest.payIns {
             #expect(try await services.payIns.get(clientId: client, id: id).status == manifest.payInStatuses[name])
         }
-        #expect(try await services.payIns.get(clientId: client, id: manifest.validation, purpose: .cardValidation).cardId
-            == manifest.cards[0])
-        let attempt = try await services.cards.profilingAttempt(clientId: client, reference: manifest.profilingReference)
+        #expect(
+            try await services.payIns.get(clientId: client, id: manifest.validation, purpose: .cardValidation).cardId
+                == manifest.cards[0])
+        let attempt = try await services.cards.profilingAttempt(
+            clientId: client, reference: manifest.profilingReference)
         #expect(attempt.userAgent?.hasPrefix("fixture-browser/1 (") == true && attempt.acceptLanguage == "fr-FR")
     }
 
@@ -206,20 +214,23 @@ import VaultCrypto
         case Collections.wallets:
             #expect(try RecordCoding.decode(Wallet.self, from: old) == RecordCoding.decode(Wallet.self, from: new))
         case Collections.registrations:
-            #expect(try RecordCoding.decode(CardRegistration.self, from: old)
-                == RecordCoding.decode(CardRegistration.self, from: new))
+            #expect(
+                try RecordCoding.decode(CardRegistration.self, from: old)
+                    == RecordCoding.decode(CardRegistration.self, from: new))
         case Collections.cards:
             #expect(try RecordCoding.decode(Card.self, from: old) == RecordCoding.decode(Card.self, from: new))
         case Collections.profilingAttempts:
-            #expect(try RecordCoding.decode(ProfilingAttempt.self, from: old)
-                == RecordCoding.decode(ProfilingAttempt.self, from: new))
+            #expect(
+                try RecordCoding.decode(ProfilingAttempt.self, from: old)
+                    == RecordCoding.decode(ProfilingAttempt.self, from: new))
         case PayInService.payIns, PayInService.validations:
             #expect(try RecordCoding.decode(PayIn.self, from: old) == RecordCoding.decode(PayIn.self, from: new))
         case PayInService.refunds:
             #expect(try RecordCoding.decode(Refund.self, from: old) == RecordCoding.decode(Refund.self, from: new))
         case PayInService.assessments:
-            #expect(try RecordCoding.decode(PayInAssessment.self, from: old)
-                == RecordCoding.decode(PayInAssessment.self, from: new))
+            #expect(
+                try RecordCoding.decode(PayInAssessment.self, from: old)
+                    == RecordCoding.decode(PayInAssessment.self, from: new))
         default:
             Issue.record("no content check for \(old.collection)")
         }

@@ -4,13 +4,16 @@ import Testing
 import VaultCore
 import VaultCrypto
 import VaultStore
+
 @testable import Payments
 
 /// Many pay-ins crediting one wallet at once take turns on it (``HotRecordQueue``): none fails, the balance is
 /// exact, on the in-memory store and on the file store (where each credit is handed to the next before its
 /// group commit is durable).
 @Suite struct HotWalletTests {
-    static func payInsIntoOneWallet(store: any RecordStore, fingerprintKeys: any FingerprintKeySource, count: Int)
+    static func payInsIntoOneWallet(
+        store: any RecordStore, fingerprintKeys: any FingerprintKeySource, count: Int
+    )
         async throws
     {
         var policy = RiskPolicy()
@@ -32,12 +35,13 @@ import VaultStore
             clientId: "shop", owners: [payer.id], description: "seller", currency: "EUR", tag: nil)
         let registration = try await services.cardRegistrations.create(
             clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
-        guard case .success(let token, _) = try await services.cardRegistrations.tokenize(
-            clientId: "shop", id: registration.id,
-            form: TokenizationForm(
-                data: registration.preregistrationData, accessKeyRef: registration.accessKey,
-                cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
-            signals: DeviceSignals(ipAddress: "192.0.2.7"))
+        guard
+            case .success(let token, _) = try await services.cardRegistrations.tokenize(
+                clientId: "shop", id: registration.id,
+                form: TokenizationForm(
+                    data: registration.preregistrationData, accessKeyRef: registration.accessKey,
+                    cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
+                signals: DeviceSignals(ipAddress: "192.0.2.7"))
         else { throw PaymentsError(.invalidState, "tokenization failed") }
         let card = try #require(
             try await services.cardRegistrations.update(

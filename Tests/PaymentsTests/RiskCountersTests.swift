@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Payments
 
 /// The in-memory counters of the risk history: seeded once from the history, then kept by the commits.
@@ -52,7 +53,8 @@ import Testing
 
     @Test func historyIdsParseBackToTheirEvents() {
         let keys = PayInRiskHistory.Keys(fingerprint: "fp", userId: "user_1", ipAddress: "10.0.0.1", deviceId: "d-1")
-        let writes = PayInRiskHistory.attemptWrites(clientId: "shop", keys: keys, transactionId: "payin_1", now: 1234)
+        let writes =
+            PayInRiskHistory.attemptWrites(clientId: "shop", keys: keys, transactionId: "payin_1", now: 1234)
             + PayInRiskHistory.outcomeWrites(
                 clientId: "shop", keys: keys, transactionId: "payin_1", succeeded: true, amount: 4200, currency: "EUR",
                 now: 1300)
@@ -60,7 +62,8 @@ import Testing
         #expect(events.count == 5)
         #expect(events.allSatisfy { $0.event.transactionId == "payin_1" })
         #expect(events.filter { $0.key.hasPrefix("risk-attempts|shop:device:d-1:") }.map(\.event.detail) == ["fp"])
-        #expect(events.last?.key == "risk-successes|shop:user:user_1:EUR:" && events.last?.event.detail == "4200"
-            && events.last?.event.stamp == 1300)
+        #expect(
+            events.last?.key == "risk-successes|shop:user:user_1:EUR:" && events.last?.event.detail == "4200"
+                && events.last?.event.stamp == 1300)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Payments
 @testable import VaultStore
 
@@ -33,13 +34,15 @@ import Testing
         tag: "tag ✓", creationDate: -5, accessKey: "key", preregistrationData: "data", registrationData: nil,
         cardId: nil, result: .success, status: .created, cardHolderName: nil, failedAttempts: 3,
         pending: PendingCard(
-            cardId: "card_1", tokenDigest: Array(0..<32), brand: "visa", cardProvider: "VISA", alias: "497010XXXXXX1119",
+            cardId: "card_1", tokenDigest: Array(0..<32), brand: "visa", cardProvider: "VISA",
+            alias: "497010XXXXXX1119",
             expirationDate: "1229", fingerprint: String(repeating: "ab", count: 16), country: nil,
             profilingReference: "pa_1", tokenizedAt: Int64.max))
 
     @Test func roundTripsEveryField() throws {
         let encoded = try RecordCoding.encode(Self.sampleRegistration)
-        #expect(try RecordCoding.decode(CardRegistration.self, from: Self.record("r", encoded)) == Self.sampleRegistration)
+        #expect(
+            try RecordCoding.decode(CardRegistration.self, from: Self.record("r", encoded)) == Self.sampleRegistration)
         let wallet = Wallet(
             id: "w", clientId: "c", ownerId: "o", description: "", currency: "EUR", balance: Int64.min, tag: nil,
             creationDate: 0)
@@ -48,8 +51,9 @@ import Testing
             reference: "pa", clientId: "c", cardRegistrationId: "r", cardId: "card", ipAddress: "::1", userAgent: nil,
             acceptLanguage: "fr", device: ["screenWidth": "1024", "deviceId": String(repeating: "x", count: 200)],
             creationDate: 7)
-        #expect(try RecordCoding.decode(ProfilingAttempt.self, from: Self.record("p", try RecordCoding.encode(attempt)))
-            == attempt)
+        #expect(
+            try RecordCoding.decode(ProfilingAttempt.self, from: Self.record("p", try RecordCoding.encode(attempt)))
+                == attempt)
         // The binary form is much smaller than the JSON one.
         #expect(encoded.count * 2 < (try JSONEncoder().encode(Self.sampleRegistration)).count)
     }
@@ -62,13 +66,16 @@ import Testing
         writer.nested(77) { $0.int(1, -1) }
         bytes.insert(contentsOf: writer.bytes, at: BinaryRecordFormat.headerSize)
         bytes += writer.bytes
-        #expect(try RecordCoding.decode(CardRegistration.self, from: Self.record("r", bytes)) == Self.sampleRegistration)
+        #expect(
+            try RecordCoding.decode(CardRegistration.self, from: Self.record("r", bytes)) == Self.sampleRegistration)
     }
 
     @Test func damagedOrForeignRecordsAreRefusedNotMisread() throws {
         let encoded = try RecordCoding.encode(Self.sampleRegistration)
         // Another record kind.
-        #expect(throws: BinaryRecordError.self) { try RecordCoding.decode(Wallet.self, from: Self.record("w", encoded)) }
+        #expect(throws: BinaryRecordError.self) {
+            try RecordCoding.decode(Wallet.self, from: Self.record("w", encoded))
+        }
         // A newer format version.
         var newer = encoded
         newer[1] = 2
@@ -90,7 +97,9 @@ import Testing
         var random = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
             var damaged = encoded
-            for _ in 0..<3 { damaged[Int.random(in: 3..<damaged.count, using: &random)] = UInt8.random(in: 0...255, using: &random) }
+            for _ in 0..<3 {
+                damaged[Int.random(in: 3..<damaged.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
             _ = try? RecordCoding.decode(CardRegistration.self, from: Self.record("r", damaged))
         }
     }

@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import Payments
 @testable import VaultStore
 
@@ -39,7 +40,8 @@ enum RecordCodecFuzz {
             FuzzCheck.require(false, "a decoded \(T.self) does not encode")
             return
         }
-        let again = try? RecordCoding.decode(type, from: Record(collection: "fuzz", id: "x", version: 1, value: encoded))
+        let again = try? RecordCoding.decode(
+            type, from: Record(collection: "fuzz", id: "x", version: 1, value: encoded))
         FuzzCheck.require(again == decoded, "a \(T.self) re-encoded decodes to another value")
         FuzzCheck.require((try? RecordCoding.encode(again!)) == encoded, "a \(T.self) encodes to other bytes twice")
     }
