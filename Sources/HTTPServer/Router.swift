@@ -87,7 +87,9 @@ public struct Router: Sendable {
     public mutating func get(_ pattern: String, handler: @escaping Handler) { add(.get, pattern, handler: handler) }
     public mutating func post(_ pattern: String, handler: @escaping Handler) { add(.post, pattern, handler: handler) }
     public mutating func put(_ pattern: String, handler: @escaping Handler) { add(.put, pattern, handler: handler) }
-    public mutating func delete(_ pattern: String, handler: @escaping Handler) { add(.delete, pattern, handler: handler) }
+    public mutating func delete(_ pattern: String, handler: @escaping Handler) {
+        add(.delete, pattern, handler: handler)
+    }
 
     private mutating func register(_ method: HTTPMethod, _ pattern: String, _ body: Body) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with /: \(pattern)")
@@ -102,7 +104,8 @@ public struct Router: Sendable {
             group.byMethod[method] = route.index
             literalPaths[pattern] = group
         } else if let position = parameterized.firstIndex(where: { $0.segments == segments }) {
-            precondition(parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
+            precondition(
+                parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
             parameterized[position].byMethod[method] = route.index
         } else {
             parameterized.append(PatternGroup(segments: segments, byMethod: [method: route.index]))
@@ -122,7 +125,8 @@ public struct Router: Sendable {
             for (position, group) in parameterized.enumerated() {
                 switch group.segments.first {
                 case .literal(let text):
-                    byFirstLiteral[Shape(count: group.segments.count, first: String(text)), default: []].append(position)
+                    byFirstLiteral[Shape(count: group.segments.count, first: String(text)), default: []].append(
+                        position)
                 case .parameter, nil:
                     byFirstParameter[group.segments.count, default: []].append(position)
                 }
@@ -145,7 +149,9 @@ public struct Router: Sendable {
         // Both lists ascending: take them merged, in `parameterized` order.
         candidates: while nextLiteral < literal.count || nextWildcard < wildcard.count {
             let position: Int
-            if nextWildcard >= wildcard.count || (nextLiteral < literal.count && literal[nextLiteral] < wildcard[nextWildcard]) {
+            if nextWildcard >= wildcard.count
+                || (nextLiteral < literal.count && literal[nextLiteral] < wildcard[nextWildcard])
+            {
                 position = literal[nextLiteral]
                 nextLiteral += 1
             } else {

@@ -1,6 +1,6 @@
-import HTTPServer
 import CardKit
 import Checkout
+import HTTPServer
 
 /// What the shopper typed, to show again after an error. Never the card number or the security code.
 struct CheckoutFormValues: Sendable, Equatable {

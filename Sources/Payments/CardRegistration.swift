@@ -21,7 +21,8 @@ public struct ResultCode: Sendable, Hashable, Codable {
     public static let invalidCardNumber = ResultCode(code: "105202", message: "Card number: invalid format")
     public static let invalidExpiry = ResultCode(code: "105203", message: "Expiry date: missing or invalid format")
     public static let invalidSecurityCode = ResultCode(code: "105204", message: "CVV: missing or invalid format")
-    public static let invalidRegistrationData = ResultCode(code: "105206", message: "Registration data : Invalid format")
+    public static let invalidRegistrationData = ResultCode(
+        code: "105206", message: "Registration data : Invalid format")
     public static let tokenInputError = ResultCode(code: "105299", message: "Token input Error")
 }
 

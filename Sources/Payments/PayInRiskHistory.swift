@@ -27,7 +27,9 @@ struct PayInRiskHistory: Sendable {
 
     /// A stable id of the shopper's device: the profiler's `deviceId` when posted, otherwise a keyed hash of
     /// the browser traits seen at tokenization. Nil when nothing is known.
-    static func deviceId(of attempt: ProfilingAttempt?, clientId: String, keys: any FingerprintKeySource) throws
+    static func deviceId(
+        of attempt: ProfilingAttempt?, clientId: String, keys: any FingerprintKeySource
+    ) throws
         -> String?
     {
         guard let attempt else { return nil }
@@ -63,7 +65,8 @@ struct PayInRiskHistory: Sendable {
 
     /// The signals for a new transaction of `amount` with these keys, at `now`, from the counters (each seeded
     /// from the history records the first time it is needed; see ``RiskCounters``).
-    func signals(clientId: String, keys: Keys, amount: Int64, currency: String, now: Int64) async throws -> RiskSignals {
+    func signals(clientId: String, keys: Keys, amount: Int64, currency: String, now: Int64) async throws -> RiskSignals
+    {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
         let store = environment.store
@@ -95,7 +98,8 @@ struct PayInRiskHistory: Sendable {
             signals.distinctCardsOnDevice = 1
         }
         // A failure is indexed under its card and its user: count each failed transaction once.
-        let failed = try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
+        let failed =
+            try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
         signals.recentFailures = Set(failed.map(\.transactionId)).count
         let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
         let successKey = Self.counterKey(Self.successes, successPrefix)
@@ -135,7 +139,9 @@ struct PayInRiskHistory: Sendable {
             else { continue }
             // The prefix ends before the 12-digit stamp: the last ':' before it.
             let utf8 = Array(id.utf8)
-            guard let lastColon = utf8.lastIndex(of: 0x3A), lastColon >= 13, utf8[lastColon - 13] == 0x3A else { continue }
+            guard let lastColon = utf8.lastIndex(of: 0x3A), lastColon >= 13, utf8[lastColon - 13] == 0x3A else {
+                continue
+            }
             let prefix = String(decoding: utf8[...(lastColon - 13)], as: UTF8.self)
             let record = Record(collection: collection, id: id, version: 1, value: value)
             if let event = event(from: record, prefix: prefix) {
@@ -156,7 +162,8 @@ struct PayInRiskHistory: Sendable {
 
     /// The index writes recording a final outcome.
     static func outcomeWrites(
-        clientId: String, keys: Keys, transactionId: String, succeeded: Bool, amount: Int64, currency: String, now: Int64
+        clientId: String, keys: Keys, transactionId: String, succeeded: Bool, amount: Int64, currency: String,
+        now: Int64
     ) -> [RecordWrite] {
         if succeeded {
             return [

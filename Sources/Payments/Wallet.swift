@@ -87,7 +87,11 @@ public struct WalletService: Sendable {
         if let description { rules.required(description, "Description") }
         rules.length(tag, "Tag")
         try rules.check()
-        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.concurrentChange, "The wallet kept changing under this request; nothing was written")) {
+        return try await retryingOnConflict(
+            attempts: 5,
+            exhausted: PaymentsError(
+                .concurrentChange, "The wallet kept changing under this request; nothing was written")
+        ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Wallet", id: id)
             }

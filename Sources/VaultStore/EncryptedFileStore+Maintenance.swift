@@ -82,13 +82,17 @@ extension EncryptedFileStore {
     }
 
     /// A complete single-frame batch for a record, from its names, versions and sealed bytes.
-    static func frame(for key: RecordKey, keyVersion: UInt32, version: UInt64, sealed: UnsafeRawBufferPointer) -> [UInt8] {
+    static func frame(
+        for key: RecordKey, keyVersion: UInt32, version: UInt64, sealed: UnsafeRawBufferPointer
+    ) -> [UInt8] {
         var frame: [UInt8] = []
-        frame.reserveCapacity(RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count + sealed.count + 4)
+        frame.reserveCapacity(
+            RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count + sealed.count + 4)
         withBytes(key.collection) { collection in
             withBytes(key.id) { id in
                 RecordFrame.append(
-                    to: &frame, kind: .put, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch, collection: collection, id: id,
+                    to: &frame, kind: .put, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch,
+                    collection: collection, id: id,
                     keyVersion: keyVersion, recordVersion: version, sealed: sealed)
             }
         }
@@ -191,7 +195,8 @@ extension EncryptedFileStore {
                             for: key, keyVersion: location.keyVersion, version: location.version,
                             sealed: UnsafeRawBufferPointer(rebasing: raw[namesEnd..<sealedEnd]))
                     }
-                    relocations.append(Relocation(key: key, expected: location, frame: frame, keyVersion: location.keyVersion))
+                    relocations.append(
+                        Relocation(key: key, expected: location, frame: frame, keyVersion: location.keyVersion))
                 }
                 try await commitRelocations(relocations, requireCurrentKey: false)
                 moved += relocations.count
@@ -216,14 +221,17 @@ extension EncryptedFileStore {
     /// A relocation that carries a record's value in the current format (``FileStoreOptions/valueUpgrade``),
     /// sealed again under the current data key at the same record version; nil when the value needs no upgrade
     /// (or cannot be read: the frame is then moved as it is, and reads report the damage).
-    private func upgradedRelocation(_ key: RecordKey, _ location: RecordLocation, in segment: Segment) throws -> Relocation? {
+    private func upgradedRelocation(
+        _ key: RecordKey, _ location: RecordLocation, in segment: Segment
+    ) throws -> Relocation? {
         guard let upgrade = options.valueUpgrade,
             let value = try? open(key.collection, key.id, location, in: segment),
             let upgraded = upgrade(key.collection, value)
         else { return nil }
         let reservation = try keyRing.reserveSeals(1)
         if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
-        let sealed = try sealed(upgraded, for: key, keyVersion: reservation.version, key: reservation.key, version: location.version)
+        let sealed = try sealed(
+            upgraded, for: key, keyVersion: reservation.version, key: reservation.key, version: location.version)
         return Relocation(key: key, expected: location, frame: sealed, keyVersion: reservation.version)
     }
 
@@ -238,7 +246,9 @@ extension EncryptedFileStore {
             }
         }
         let sealed = try AESGCM.seal(value, using: key, authenticating: aad)
-        return sealed.withUnsafeBytes { Self.frame(for: recordKey, keyVersion: keyVersion, version: version, sealed: $0) }
+        return sealed.withUnsafeBytes {
+            Self.frame(for: recordKey, keyVersion: keyVersion, version: version, sealed: $0)
+        }
     }
 
     // MARK: Verify
@@ -257,7 +267,8 @@ extension EncryptedFileStore {
                         let item = state.index[entry]
                         return (
                             RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
-                            item.location, item.flags & RecordIndex.corrupted != 0, state.segments[item.location.segment]
+                            item.location, item.flags & RecordIndex.corrupted != 0,
+                            state.segments[item.location.segment]
                         )
                     }, start + 1024 < state.index.entries.count
                 )
@@ -266,7 +277,8 @@ extension EncryptedFileStore {
                 report.checked += 1
                 if corrupted || segment == nil {
                     report.failures.append(
-                        VerifyFailure(collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
+                        VerifyFailure(
+                            collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
                     continue
                 }
                 do {
@@ -335,7 +347,8 @@ extension EncryptedFileStore {
             [
                 "reason": .string(rotation.reason.rawValue), "previousVersion": .int(Int(rotation.previous.version)),
                 "previousSeals": .int(Int(rotation.previous.seals)),
-                "previousAgeDays": .int(Int(rotation.next.created.timeIntervalSince(rotation.previous.created) / 86_400)),
+                "previousAgeDays": .int(
+                    Int(rotation.next.created.timeIntervalSince(rotation.previous.created) / 86_400)),
                 "version": .int(Int(rotation.next.version)),
                 "sealLimit": .int(Int(keyRing.policy.maximumSeals)),
             ])

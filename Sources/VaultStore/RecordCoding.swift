@@ -20,7 +20,8 @@ public enum RecordCoding {
         return try decodeJSON(type, from: record)
     }
 
-    private static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord {
+    private static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord
+    {
         try decodeBinary(type, value)
     }
 

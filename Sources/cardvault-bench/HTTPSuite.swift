@@ -55,7 +55,8 @@ struct HTTPSuite: BenchSuite {
         var cpuLines: [(name: String, cpu: CPUPerRequest, warmup: Bool)] = []
         for connections in Self.connectionCounts {
             let label = "\(connections) conn\(connections == 1 ? "" : "s")"
-            let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
+            let nginxLoad = WrkLoad(
+                url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
             let anchor = Side.measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) })
             var flowSide = Side.unavailable(serverNote)
             let flowCounts = CompletedCounter()
@@ -67,14 +68,15 @@ struct HTTPSuite: BenchSuite {
                     scriptArguments: [setup.session.clientId, setup.session.token, setup.shoppers[0].user],
                     threadPerConnection: true)
                 let counter = flowCounts
-                flowSide = .measured(Workload(label: "cardvault serve, registration flow") { seconds in
-                    let (sample, report) = try flowCPU.measure(server, requests: { $0.1.requests }) {
-                        try load.runReporting(seconds: seconds)
-                    }
-                    counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
-                    if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
-                    return sample
-                })
+                flowSide = .measured(
+                    Workload(label: "cardvault serve, registration flow") { seconds in
+                        let (sample, report) = try flowCPU.measure(server, requests: \.1.requests) {
+                            try load.runReporting(seconds: seconds)
+                        }
+                        counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
+                        if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
+                        return sample
+                    })
             }
             let flow = context.compare(
                 "card registration flow, \(label)", unit: "req/s", subject: flowSide, anchor: anchor,
@@ -89,7 +91,8 @@ struct HTTPSuite: BenchSuite {
             generator.append(generatorText(flow, label: label, threads: connections))
 
             var payIn = Comparison(name: "pay-in (frictionless), \(label)", unit: "pay-ins/s", subjectNote: serverNote)
-            payIn.note = "POST /payins/card/direct, 10.00 EUR with the frictionless sandbox card, one shopper (user, "
+            payIn.note =
+                "POST /payins/card/direct, 10.00 EUR with the frictionless sandbox card, one shopper (user, "
                 + "wallet, card, IP) per connection; only SUCCEEDED pay-ins count; anchor: nginx from the flow line"
             if let server, let setup {
                 let load = WrkLoad(
@@ -105,14 +108,15 @@ struct HTTPSuite: BenchSuite {
                     _ = try load.runReporting(seconds: plan.warmupSeconds)
                     for run in 0..<plan.runs {
                         context.progress.step("\(context.suiteName) › pay-in, \(label) › run \(run + 1)/\(plan.runs)")
-                        let (sample, report) = try payInCPU.measure(server, requests: { $0.1.requests }) {
+                        let (sample, report) = try payInCPU.measure(server, requests: \.1.requests) {
                             try load.runReporting(seconds: plan.seconds)
                         }
                         var counted = sample
                         counted.rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
                         samples.append(counted)
                         if (report.refused ?? 0) > 0, let text = report.sample {
-                            refusedSamples.append("pay-in \(label): \(report.refused!) refused, e.g. \(text.prefix(160))")
+                            refusedSamples.append(
+                                "pay-in \(label): \(report.refused!) refused, e.g. \(text.prefix(160))")
                         }
                     }
                     payIn.subject = Series(label: "cardvault serve, direct pay-in", samples: samples)
@@ -145,17 +149,21 @@ struct HTTPSuite: BenchSuite {
             let threads = nginxLoad.threads
             var side = Side.unavailable(serverNote)
             if let server, let setup {
-                side = .measured(Workload(label: "cardvault serve, tokenization POST") { seconds in
-                    try runs.run(
-                        seconds: seconds, server: server, setup: setup, connections: 16, context: context, shared: shared)
-                })
+                side = .measured(
+                    Workload(label: "cardvault serve, tokenization POST") { seconds in
+                        try runs.run(
+                            seconds: seconds, server: server, setup: setup, connections: 16, context: context,
+                            shared: shared)
+                    })
             }
             let line = context.compare(
                 "tokenization POST alone, 16 conns, wrk -t\(threads)", unit: "req/s", subject: side,
                 anchor: .measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) }),
                 plan: context.loadPlan,
                 note: "only acknowledged tokenizations count; wrk -t\(threads) -c16 on both sides"
-                    + (shared ? " (several connections per wrk thread, tokenize-shared.lua)" : " (one thread per connection)"))
+                    + (shared
+                        ? " (several connections per wrk thread, tokenize-shared.lua)" : " (one thread per connection)")
+            )
             comparisons.append(line)
             cpuLines.append(("tokenization POST alone, 16 conns, wrk -t\(threads)", runs.cpu, true))
         }
@@ -168,10 +176,11 @@ struct HTTPSuite: BenchSuite {
         let tokenizeCPU = tokenization.cpu
         cpuLines.append(("tokenization POST alone, \(label)", tokenizeCPU, true))
         if let server, let setup {
-            tokenizeSide = .measured(Workload(label: "cardvault serve, tokenization POST") { seconds in
-                try tokenization.run(
-                    seconds: seconds, server: server, setup: setup, connections: connections, context: context)
-            })
+            tokenizeSide = .measured(
+                Workload(label: "cardvault serve, tokenization POST") { seconds in
+                    try tokenization.run(
+                        seconds: seconds, server: server, setup: setup, connections: connections, context: context)
+                })
         }
         var tokenize = context.compare(
             "tokenization POST alone, \(label)", unit: "req/s", subject: tokenizeSide,
@@ -217,7 +226,8 @@ struct HTTPSuite: BenchSuite {
         for line in cpuLines {
             var comparison = Comparison(name: "daemon CPU per request: " + line.name, unit: "CPU µs/req")
             if let median = line.cpu.median(droppingWarmup: line.warmup) {
-                let timed = line.warmup && line.cpu.micros.count > 1 ? Array(line.cpu.micros.dropFirst()) : line.cpu.micros
+                let timed =
+                    line.warmup && line.cpu.micros.count > 1 ? Array(line.cpu.micros.dropFirst()) : line.cpu.micros
                 comparison.subject = Series(
                     label: "cardvault serve, user + system CPU / requests answered",
                     samples: timed.map { Sample(rate: $0) })
@@ -226,12 +236,15 @@ struct HTTPSuite: BenchSuite {
                 comparison.subjectNote = serverNote
             }
             comparison.anchorNote = "none (CPU time)"
-            comparison.note = "the daemon's user + system CPU (/proc/<pid>/stat) over each timed run divided by the "
+            comparison.note =
+                "the daemon's user + system CPU (/proc/<pid>/stat) over each timed run divided by the "
                 + "requests answered; lower is better, and stable on a noisy machine where rates are not"
             comparisons.append(comparison)
         }
         if let oneWalletNote { notes.append(oneWalletNote) }
-        if !flowRates.isEmpty { notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".") }
+        if !flowRates.isEmpty {
+            notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".")
+        }
         if !refusedSamples.isEmpty { notes.append("Refused answers: " + refusedSamples.joined(separator: "; ") + ".") }
         notes.append(
             "Load generator: wrk runs one thread per connection on both sides (the flow and tokenization scripts "
@@ -248,7 +261,8 @@ struct HTTPSuite: BenchSuite {
         var comparison = Comparison(
             name: "tokenization POST over HTTP vs PostgreSQL + pgcrypto, 64 conns", unit: "cards/s",
             subject: tokenize.subject, subjectNote: tokenize.subjectNote)
-        comparison.note = "subject: the tokenization line above (HTTP, registration check, profiling record, fsync); "
+        comparison.note =
+            "subject: the tokenization line above (HTTP, registration check, profiling record, fsync); "
             + "anchor: pgbench -c\(clients) -M prepared running bench/peer/tokenize.sql (token, HMAC fingerprint, "
             + "pgp_sym_encrypt, INSERT; synchronous_commit on) over a Unix socket"
         do {
@@ -279,12 +293,15 @@ struct HTTPSuite: BenchSuite {
 
     /// 64 connections paying into one wallet, against the same pay-ins into 64 wallets (`distinct`): rate, errors,
     /// and whether the wallet's balance moved by exactly the credits made (no lost or doubled update).
-    private func oneWallet(server: CardVaultServer, setup: MerchantSetup, distinct: Series, context: SuiteContext)
+    private func oneWallet(
+        server: CardVaultServer, setup: MerchantSetup, distinct: Series, context: SuiteContext
+    )
         -> (Comparison, String?)
     {
         let connections = 64
         var comparison = Comparison(name: "pay-in (frictionless) into one wallet, 64 conns", unit: "pay-ins/s")
-        comparison.note = "the pay-in line's 64 shoppers (own user, card, IP) all credit the first shopper's wallet; "
+        comparison.note =
+            "the pay-in line's 64 shoppers (own user, card, IP) all credit the first shopper's wallet; "
             + "anchor: the same pay-ins into 64 distinct wallets in this run"
         comparison.anchor = distinct
         let load = WrkLoad(
@@ -320,7 +337,9 @@ struct HTTPSuite: BenchSuite {
                 notes.append(
                     "run \(run + 1): \(succeeded) SUCCEEDED answers, balance +\(after - before) = \(credits) credits of "
                         + "10.00, \(report.refused ?? 0) refused, \(report.errors) errors")
-                if (report.refused ?? 0) > 0, let text = report.sample { notes.append("refused e.g. " + text.prefix(160)) }
+                if (report.refused ?? 0) > 0, let text = report.sample {
+                    notes.append("refused e.g. " + text.prefix(160))
+                }
                 var counted = sample
                 counted.rate = Double(succeeded) / (report.duration_us / 1e6)
                 counted.errors = report.errors + (report.refused ?? 0)
@@ -348,7 +367,8 @@ struct HTTPSuite: BenchSuite {
         if let subject = comparison.subject, let cores = subject.generatorCores {
             text += ", \(Formatting.significant(cores)) against CardVault (\(Formatting.rate(subject.median)) req/s)"
             if let anchor = comparison.anchor, anchor.median > 0 {
-                text += subject.median * 1.2 < anchor.median
+                text +=
+                    subject.median * 1.2 < anchor.median
                     ? ", so wrk had headroom: the same set-up delivered "
                         + Formatting.ratio(anchor.median / max(subject.median, 1)) + " the subject's rate to nginx"
                     : ", close to what wrk delivers to nginx: the shared ceiling (wrk and server on 2 cores) may limit it"
@@ -396,7 +416,9 @@ struct MerchantSetup {
         for _ in 0..<count {
             let user = try session.createUser()
             made.append(
-                Shopper(user: user, wallet: try session.createWallet(owner: user), card: try session.createCard(user: user)))
+                Shopper(
+                    user: user, wallet: try session.createWallet(owner: user), card: try session.createCard(user: user))
+            )
         }
         shoppers = made
         shoppersFile = try context.temporaryDirectory("shoppers") + "/shoppers.tsv"
@@ -446,17 +468,19 @@ final class TokenizationRuns {
         for attempt in 0..<2 {
             let wanted = Int(expectedRate * 2.5 * max(1, seconds.rounded())) * (attempt + 1) + 16 * connections
             let load = WrkLoad(
-                url: server.url, script: context.benchDirectory + (shared ? "/wrk/tokenize-shared.lua" : "/wrk/tokenize.lua"),
+                url: server.url,
+                script: context.benchDirectory + (shared ? "/wrk/tokenize-shared.lua" : "/wrk/tokenize.lua"),
                 connections: connections, scriptArguments: [], threadPerConnection: !shared)
             let file = try createRegistrations(
                 wanted, server: server, setup: setup, connections: connections, slices: load.threads, context: context)
             var timed = load
             timed.scriptArguments = [file.path]
-            let profile = context.options.profile
+            let profile =
+                context.options.profile
                 ? try DaemonProfile(
                     pid: server.processID, dataPath: try context.temporaryDirectory("profile") + "/perf.data")
                 : nil
-            let (sample, report) = try cpu.measure(server, requests: { $0.1.requests }) {
+            let (sample, report) = try cpu.measure(server, requests: \.1.requests) {
                 try timed.runReporting(seconds: seconds)
             }
             if let profile {
@@ -472,7 +496,9 @@ final class TokenizationRuns {
             }
             idleShare = max(idleShare, idle)
             created.append(file.count)
-            last = Run(registrationsDirectory: file.path, threads: connections, report: report, clientId: setup.session.clientId)
+            last = Run(
+                registrationsDirectory: file.path, threads: connections, report: report,
+                clientId: setup.session.clientId)
             var counted = sample
             counted.rate = rate
             return counted

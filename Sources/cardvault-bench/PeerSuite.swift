@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -20,7 +21,8 @@ struct PeerSuite: BenchSuite {
             notes.append("PostgreSQL did not start: \(error)")
             return Self.clientCounts.map {
                 Comparison(
-                    name: "tokenize + store in process (no HTTP), \($0) conns", unit: "cards/s", subjectNote: subjectNotBuilt,
+                    name: "tokenize + store in process (no HTTP), \($0) conns", unit: "cards/s",
+                    subjectNote: subjectNotBuilt,
                     anchorNote: "failed: \(error)")
             }
         }
@@ -76,7 +78,8 @@ enum CardVaultPeerWork {
             return try measureConcurrently(tasks: tasks, seconds: seconds) { task, iteration in
                 let record = records[(task + iteration * tasks) % records.count]
                 let token = hex(pool.bytes(count: 16))
-                let pan = Array(record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
+                let pan = Array(
+                    record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
                 let fingerprint = hex(HMACSHA256.authenticationCode(for: pan, using: fingerprintKey))
                 try await store.commit([
                     .put(collection: "vault-cards", id: token, value: record, condition: .absent),

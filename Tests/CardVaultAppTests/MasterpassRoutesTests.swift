@@ -1,6 +1,7 @@
-import CardVaultTesting
 import AdminChannel
 import CardKit
+import CardVaultTesting
+import Configuration
 import Foundation
 import HTTPServer
 import Testing
@@ -8,11 +9,10 @@ import VaultCore
 import VaultCrypto
 import VaultStore
 
-@testable import Payments
+@testable import CardVaultApp
 @testable import Checkout
 @testable import MasterpassAPI
-@testable import CardVaultApp
-import Configuration
+@testable import Payments
 
 /// A 3-D Secure step for route tests: frictionless unless told to challenge.
 final class MasterpassTestAuthenticator: CheckoutAuthenticator {
@@ -139,7 +139,8 @@ extension Response {
     typealias Harness = MasterpassHarness
 
     @Test func anUnavailableServiceSays503WithRetryAfterAndOnlyThen() {
-        let unavailable = MasterpassErrorResponse(CheckoutError(.unavailable, "the store cannot write now")).makeResponse()
+        let unavailable = MasterpassErrorResponse(CheckoutError(.unavailable, "the store cannot write now"))
+            .makeResponse()
         #expect(unavailable.status.code == 503)
         #expect(unavailable.headers["Retry-After"] == "1")
         let missing = MasterpassErrorResponse(CheckoutError(.notFound, "no such transaction")).makeResponse()

@@ -1,6 +1,6 @@
 import CardKit
-import Foundation
 import Checkout
+import Foundation
 import HTTPServer
 import Testing
 
