@@ -115,6 +115,7 @@ enum ServeCommand: Command {
             var options = FileStoreOptions()
             options.logger = logger
             options.keyRotation = configuration.keys.rotationPolicy
+            options.valueUpgrade = StoredRecordFormat.upgrade
             return try EncryptedFileStore.open(
                 directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
         } catch let error as StoreError {

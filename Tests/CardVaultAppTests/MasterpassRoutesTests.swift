@@ -173,7 +173,7 @@ extension Response {
         // The card went through the merchant API: it is a card of the shop's.
         let cardId = try #require(
             try await h.services.environment.store.scanAll("cards").compactMap { record -> String? in
-                let card = try JSONDecoder().decode(Card.self, from: Data(record.value))
+                let card = try RecordCoding.decode(Card.self, from: record)
                 return card.alias == "555555XXXXXX4444" ? card.clientId : nil
             }.first)
         #expect(cardId == "shop")
