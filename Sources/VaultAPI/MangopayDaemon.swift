@@ -30,6 +30,7 @@ public enum MangopayDaemon {
                 store: store, clock: clock, fingerprintKeys: fingerprintKeys,
                 configuration: PaymentsConfiguration(
                     publicBaseURL: configuration.publicURL,
+                    accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
                     tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
                     pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
                     acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,

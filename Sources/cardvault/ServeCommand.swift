@@ -38,9 +38,6 @@ enum ServeCommand: Command {
           --config FILE   the JSON configuration file
         """
 
-    /// How often pending 3-D Secure challenges are checked for expiry.
-    static let sweepInterval: Duration = .seconds(5)
-
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         let explicitFile = try arguments.option("--config")
         try arguments.finish()
@@ -75,12 +72,15 @@ enum ServeCommand: Command {
         }
         let services: MerchantServices
         let server: HTTPServer
+        let background: [any Service]
         do {
             services = try MangopayDaemon.services(
                 configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
             let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
             let metrics = HTTPMetrics()
             metrics.addCollector { store.keyMetricsText() }
+            background = try BackgroundServices.make(
+                configuration: configuration, services: services, metrics: metrics, logger: logger)
             server = try CardVaultApplication(
                 configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
             ).makeServer()
@@ -101,25 +101,16 @@ enum ServeCommand: Command {
         }
         defer { admin.stop() }
 
-        let sweeper = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: sweepInterval)
-                do {
-                    let expired = try await services.payIns.expireDueChallenges()
-                    if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
-                    services.securityCodes.purgeExpired()
-                } catch {
-                    logger.warning("challenge sweep failed", ["error": .string(String(describing: type(of: error)))])
-                }
-            }
-        }
-        defer { sweeper.cancel() }
 
         signal(SIGPIPE, SIG_IGN)
         let outcome = ServeOutcome()
         let finished = DispatchSemaphore(value: 0)
         let scheme = configuration.tls.isEnabled ? "https" : "http"
         Task {
+            // The record sweeper (and any other background service) runs beside the server and is awaited
+            // before the store closes (the `defer` above runs after `finished`).
+            let group = ServiceGroup(services: background, logger: logger)
+            async let backgroundStopped: Void = group.run()
             do {
                 try await server.run { port in
                     let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
@@ -129,6 +120,12 @@ enum ServeCommand: Command {
                 }
             } catch {
                 outcome.failure = String(describing: error)
+            }
+            group.shutdown()
+            do {
+                try await backgroundStopped
+            } catch {
+                logger.warning("background service failed", ["error": .string(String(describing: type(of: error)))])
             }
             finished.signal()
         }
