@@ -91,12 +91,9 @@ extension CheckoutService {
         if let cartId = input.cartId { items.append(("cartId", cartId)) }
         if let currency = input.currency { items.append(("currency", currency)) }
         if let minor = input.amountMinorUnits {
-            if minor <= 0 {
-                errors.add("amount", "amount must be greater than zero (in minor units: 7490 for 74.90 USD)")
-            } else {
-                let currency = input.currency.flatMap { Currency(code: $0) } ?? .usd
-                items.append(("amount", Money(minorUnits: minor, currency: currency).decimalString))
-            }
+            // Through the checkout request's own amount rules (greater than zero, within range).
+            let currency = input.currency.flatMap { Currency(code: $0) } ?? .usd
+            items.append(("amount", Money(minorUnits: minor, currency: currency).decimalString))
         }
         let types = input.allowedCardTypes ?? registration.allowedCardTypes.map(\.rawValue).sorted()
         items.append(("allowedCardTypes", types.joined(separator: ",")))

@@ -127,7 +127,9 @@ struct CheckoutPageHandlers: Sendable {
         let locale = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) } ?? .enUS
         do {
             let session = try await checkout.open(queryItems: items)
+            // A locale other than the one the merchant chose rides along in the page URL (nothing is stored).
             let chosen = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) }
+                .flatMap { $0 == session.request.locale ? nil : $0 }
             return redirect("/srci/" + session.sessionId + (chosen.map { "?locale=" + $0.rawValue } ?? ""))
         } catch let error as CheckoutError where error.code == .notFound {
             return html(CheckoutPage.notFound(locale: locale), 404)

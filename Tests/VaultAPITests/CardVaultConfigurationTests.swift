@@ -93,6 +93,9 @@ import VaultCore
             "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS": "15",
             "CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000000",
             "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "30",
+            "CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS": "5",
+            "CARDVAULT_LIFETIMES_ACCESS_KEY_SECONDS": "600",
+            "CARDVAULT_LIFETIMES_CHECKOUT_SESSION_SECONDS": "900",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -123,7 +126,8 @@ import VaultCore
             ),
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
             metricsToken: Redacted("prometheus-scrape-token-1"),
-            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30)
+            keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
+            lifetimes: .init(sweepIntervalSeconds: 5, accessKeySeconds: 600, checkoutSessionSeconds: 900)
         )
         #expect(configuration == expected)
     }
