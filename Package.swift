@@ -7,8 +7,23 @@ import Foundation
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    // `import X` is internal: a module's public API names only what it imports with `public import`, and a
+    // target sees only the modules it declares (scripts/check-imports keeps that list and the sources equal).
+    .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// A Swift library target in Sources/<name>, with the package's settings.
+func library(_ name: String, _ dependencies: [Target.Dependency] = [], resources: [Resource]? = nil) -> Target {
+    .target(name: name, dependencies: dependencies, resources: resources, swiftSettings: swiftSettings)
+}
+
+/// A Swift test target in Tests/<name>, with the package's settings.
+func tests(_ name: String, _ dependencies: [Target.Dependency], resources: [Resource]? = nil) -> Target {
+    .testTarget(name: name, dependencies: dependencies, resources: resources, swiftSettings: swiftSettings)
+}
+
+// The module map (what each target holds and which modules it may import) is docs/architecture.md; every
+// dependency below is a module the target's sources import, and `make lint` checks both against that table.
 let package = Package(
     name: "CardVault",
     platforms: [.macOS(.v15)],
@@ -17,65 +32,76 @@ let package = Package(
         .executable(name: "cardvault-bench", targets: ["cardvault-bench"]),
     ],
     targets: [
-        // C boundary: system libraries and the small shims over their macros and variadic calls.
-        .systemLibrary(
-            name: "COpenSSL",
-            pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"])]
-        ),
-        .systemLibrary(
-            name: "CMicroHTTPD",
-            pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
-        ),
+        // C boundary: system libraries and the small shims over their macros and variadic calls, each used by
+        // one Swift module only.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .target(
-            name: "CShims",
-            dependencies: ["COpenSSL", "CMicroHTTPD"],
+            name: "CHTTPShims",
+            dependencies: ["CMicroHTTPD"],
             // libmicrohttpd's TLS runs on GnuTLS; cv_mhd.c verifies client certificates with it.
             linkerSettings: [.linkedLibrary("gnutls")]
         ),
-
-        // Swift libraries, by dependency weight.
+        .target(name: "CCRC32C"),
+        .target(name: "CProcessControl"),
         // ThreadSanitizer annotations (no-ops outside sanitizer builds); VaultCore's Locked only.
         .target(name: "CSanitizerHooks"),
-        .target(name: "VaultCore", dependencies: ["CSanitizerHooks"], swiftSettings: swiftSettings),
-        .target(name: "VaultCrypto", dependencies: ["COpenSSL", "CShims", "VaultCore"], swiftSettings: swiftSettings),
-        .target(name: "CardKit", swiftSettings: swiftSettings),
-        .target(name: "VaultStore", dependencies: ["CShims", "VaultCrypto", "VaultCore"], swiftSettings: swiftSettings),
-        .target(
-            name: "Payments",
-            dependencies: ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"],
-            swiftSettings: swiftSettings
-        ),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CShims", "VaultCore"], swiftSettings: swiftSettings),
-        .target(name: "VaultAPI", dependencies: ["Payments", "HTTPServer", "VaultCore"], swiftSettings: swiftSettings),
+
+        // Swift libraries, by dependency weight.
+        library("VaultCore", ["CSanitizerHooks"]),
+        library("VaultCrypto", ["COpenSSL", "VaultCore"]),
+        library("CardKit"),
+        library("VaultStore", ["CCRC32C", "VaultCrypto", "VaultCore"]),
+        library("AdminChannel", ["VaultStore", "VaultCrypto", "VaultCore"]),
+        library("Payments", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        library("Checkout", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        library("HTTPServer", ["CMicroHTTPD", "CHTTPShims", "VaultCore"]),
+        library("MangopayAPI", ["Payments", "CardKit", "HTTPServer", "VaultCore"]),
+        library("MasterpassAPI", ["Checkout", "CardKit", "HTTPServer", "VaultCore"]),
+        library("Configuration", ["HTTPServer", "VaultCore"]),
+        library(
+            "CardVaultApp",
+            [
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "AdminChannel", "HTTPServer",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+            ]),
+        // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
+        library("CardVaultTesting"),
 
         // Executables.
         .executableTarget(
             name: "cardvault",
-            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore"],
+            dependencies: [
+                "CardVaultApp", "Configuration", "AdminChannel", "Payments", "VaultStore", "VaultCrypto", "CardKit",
+                "HTTPServer", "VaultCore", "CProcessControl",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "cardvault-bench",
-            dependencies: ["VaultAPI", "Payments", "VaultStore", "VaultCrypto", "CardKit", "HTTPServer", "VaultCore"],
+            dependencies: ["Payments", "VaultStore", "VaultCrypto", "CardKit", "VaultCore"],
             swiftSettings: swiftSettings
         ),
 
         // Tests mirror targets.
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"], swiftSettings: swiftSettings),
-        .testTarget(
-            name: "VaultCryptoTests",
-            dependencies: ["VaultCrypto"],
-            resources: [.copy("Vectors")],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(name: "CardKitTests", dependencies: ["CardKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "PaymentsTests", dependencies: ["Payments", "CardKit", "VaultStore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "VaultCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "VaultAPITests", dependencies: ["VaultAPI", "HTTPServer", "Payments"], swiftSettings: swiftSettings),
-        .testTarget(name: "CLITests", dependencies: ["VaultCore"], swiftSettings: swiftSettings),
+        tests("VaultCoreTests", ["VaultCore"]),
+        tests("VaultCryptoTests", ["VaultCrypto", "VaultCore"], resources: [.copy("Vectors")]),
+        tests("CardKitTests", ["CardKit"]),
+        tests("VaultStoreTests", ["VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCore", "CardVaultTesting"]),
+        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("CheckoutTests", ["Checkout", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("HTTPServerTests", ["HTTPServer", "VaultCore", "CardVaultTesting"]),
+        tests("MangopayAPITests", ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
+        tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
+        tests(
+            "CardVaultAppTests",
+            [
+                "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+            ]),
+        tests("CLITests", ["VaultCore"]),
     ]
 )
 
@@ -85,10 +111,10 @@ let package = Package(
 if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
         ("fuzz-urlencoded-form", ["HTTPServer"]),
-        ("fuzz-mangopay-json", ["VaultAPI", "Payments"]),
-        ("fuzz-mangopay-api", ["VaultAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
-        ("fuzz-checkout-request", ["Payments", "HTTPServer"]),
-        ("fuzz-callback-url", ["Payments"]),
+        ("fuzz-mangopay-json", ["MangopayAPI", "Payments"]),
+        ("fuzz-mangopay-api", ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
+        ("fuzz-checkout-request", ["Checkout", "HTTPServer"]),
+        ("fuzz-callback-url", ["Checkout"]),
         ("fuzz-request-headers", ["HTTPServer"]),
         ("fuzz-record-frame", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-segment-scanner", ["FuzzStoreSupport", "VaultStore"]),

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A card's expiry month. A card is valid through the last day of that month (UTC).
 public struct CardExpiry: Hashable, Sendable, Comparable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// An error that knows which HTTP response stands for it.
 ///

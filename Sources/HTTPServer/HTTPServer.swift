@@ -1,9 +1,9 @@
 import Synchronization
 import CMicroHTTPD
-import CShims
+import CHTTPShims
 import Dispatch
 import Foundation
-import VaultCore
+public import VaultCore
 
 /// Why the server could not start.
 public struct ServerError: CodedError, Equatable {

@@ -1,5 +1,5 @@
-import Foundation
-import VaultCore
+public import Foundation
+public import VaultCore
 
 /// An HTTP request as handlers see it: fully received, body included.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// An HTTP response: status, header fields and the body bytes.
 public struct Response: Sendable {
@@ -42,4 +42,10 @@ public struct Response: Sendable {
 
     /// The body as UTF-8 text (for tests and logs of non-sensitive answers).
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+extension Response {
+    /// The `Retry-After` of a 503 in every dialect: the store takes writes again a second after a failed one
+    /// (`FileStoreOptions.writeRetryInterval`).
+    public static let unavailableRetryAfterSeconds = "1"
 }

@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// How the server's threads serve connections.
 public enum ThreadingMode: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import VaultCore
+public import VaultCore
 import VaultCrypto
 import VaultStore
 

@@ -1,6 +1,6 @@
 import CardKit
 import Foundation
-import VaultCore
+public import VaultCore
 import VaultCrypto
 import VaultStore
 

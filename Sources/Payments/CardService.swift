@@ -1,4 +1,4 @@
-import CardKit
+public import CardKit
 import VaultCore
 import VaultStore
 

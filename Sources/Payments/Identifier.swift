@@ -1,4 +1,4 @@
-import VaultCrypto
+public import VaultCrypto
 
 /// Resource identifiers and random secrets, and the composite record ids that keep one client's records apart
 /// from another's in the store.

@@ -1,6 +1,6 @@
 import Foundation
 import VaultCore
-import VaultStore
+public import VaultStore
 
 extension MerchantServices {
     /// The lifetime of every collection the merchant API writes (see ``RecordLifetime``), with the settings of
@@ -65,7 +65,6 @@ extension MerchantServices {
             .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
                 record in Self.riskStamp(record.id).map { $0 + historyRetention }
             },
-            RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at"),
         ]
     }
 

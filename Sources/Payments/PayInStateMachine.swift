@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The life of a card transaction that may need 3-D Secure: a pay-in, or a card validation (the
 /// same flow with no funds moving). A pure value: each event returns the actions the caller must

@@ -1,5 +1,5 @@
-import Foundation
-import VaultCore
+public import Foundation
+public import VaultCore
 
 /// Settings of the merchant API's domain: lifetimes, limits and the public base URL used in links handed to
 /// browsers. A value type with defaults; the daemon builds it once from its configuration.

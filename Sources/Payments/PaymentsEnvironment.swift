@@ -1,7 +1,7 @@
 import Foundation
-import VaultCore
-import VaultCrypto
-import VaultStore
+public import VaultCore
+public import VaultCrypto
+public import VaultStore
 
 /// What every service of the merchant API is given: the store, the clock, the random source, the per-client
 /// fingerprint keys, the settings and a logger. Passed in; there are no globals.

@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// A failure of a merchant-API operation: an opaque code, a message safe to show to the merchant, and for
 /// parameter errors a map from field name to what is wrong with it. Equal by code.

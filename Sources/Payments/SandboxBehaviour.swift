@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How the built-in sandbox issuer treats cards: which go frictionless, which are challenged, which
 /// decline and with what result, and the largest amount allowed without a challenge.

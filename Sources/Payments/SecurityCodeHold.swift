@@ -1,6 +1,6 @@
 import Foundation
-import VaultCore
-import VaultCrypto
+public import VaultCore
+public import VaultCrypto
 
 /// Keeps card security codes in memory only, each in a buffer wiped when released, for the first payment or
 /// validation of the card, and at most ``PaymentsConfiguration/securityCodeRetention`` (1 hour). Never written

@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// The tokenization endpoint's limiter: an ``AddressRateLimiter`` (bounded LRU of token buckets,
 /// IPv4 exact, IPv6 per /64).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Severity of a log line, ordered from the most to the least verbose.
 public enum LogLevel: Int, Sendable, Comparable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The source of wall-clock time. Inject it; never call `Date()` in domain code.
 public protocol WallClock: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import COpenSSL
 
 /// AES-256-GCM authenticated encryption over OpenSSL, with full 16-byte tags.

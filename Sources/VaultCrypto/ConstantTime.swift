@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import COpenSSL
 
 /// Comparisons whose running time does not depend on where the inputs differ.

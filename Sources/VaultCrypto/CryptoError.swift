@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// A failure in a cryptographic operation. Equal by code; the message never holds key material.
 public struct CryptoError: CodedError, Equatable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import COpenSSL
 
 /// HKDF with SHA-256 (RFC 5869), over OpenSSL's KDF API.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import COpenSSL
 
 /// HMAC-SHA256 over OpenSSL's one-shot `HMAC()`.

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import Synchronization
-import VaultCore
+public import VaultCore
 
 /// A failure of the keyring or its files. Equal by code; messages name files, never key bytes.
 public struct KeyRingError: CodedError, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import VaultCore
+public import VaultCore
 
 /// A secret key held in ``SecureBytes``. It never prints: `description` is `[REDACTED]`.
 public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, LogRedactable {

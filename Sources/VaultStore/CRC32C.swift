@@ -1,4 +1,4 @@
-import CShims
+import CCRC32C
 
 /// CRC-32C (Castagnoli), the checksum of record frames and index checkpoints. It finds torn and
 /// damaged bytes; authentication is AES-GCM's job, not this one's. Computed by the CPU's own

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import VaultCore
-import VaultCrypto
+public import VaultCrypto
 
 /// What a compaction did.
 public struct CompactionReport: Sendable, Equatable {

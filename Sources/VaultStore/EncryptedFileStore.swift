@@ -1,7 +1,7 @@
 import Dispatch
-import Foundation
-import VaultCore
-import VaultCrypto
+public import Foundation
+public import VaultCore
+public import VaultCrypto
 
 /// Settings of an ``EncryptedFileStore``. Defaults suit a daemon; tests shrink the sizes.
 public struct FileStoreOptions: Sendable {

@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// A stored record: its place (collection and id), its version and its plaintext value.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import VaultCore
+public import VaultCore
 
 #if canImport(Glibc)
 import Glibc

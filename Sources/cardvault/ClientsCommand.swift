@@ -1,3 +1,4 @@
+import AdminChannel
 import Foundation
 import VaultStore
 

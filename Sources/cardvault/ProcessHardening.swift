@@ -1,4 +1,4 @@
-import CShims
+import CProcessControl
 import VaultCrypto
 import Foundation
 

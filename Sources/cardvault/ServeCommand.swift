@@ -1,8 +1,10 @@
-import CShims
+import AdminChannel
+import CProcessControl
 import Foundation
 import HTTPServer
 import Payments
-import VaultAPI
+import CardVaultApp
+import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -74,9 +76,9 @@ enum ServeCommand: Command {
         let server: HTTPServer
         let background: [any Service]
         do {
-            services = try MangopayDaemon.services(
+            services = try MerchantAssembly.services(
                 configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
-            let groups = try MangopayDaemon.routes(configuration: configuration, services: services, announce: announce)
+            let groups = try MerchantAssembly.routes(configuration: configuration, services: services, announce: announce)
             let metrics = HTTPMetrics()
             metrics.addCollector { store.keyMetricsText() }
             background = try BackgroundServices.make(

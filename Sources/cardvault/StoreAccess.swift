@@ -1,6 +1,8 @@
+import AdminChannel
 import Dispatch
 import Foundation
-import VaultAPI
+import CardVaultApp
+import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -45,7 +47,7 @@ struct StoreAccess {
             let handlers = AdminHandlers()
             StoreAdminCommands.register(store, in: handlers)
             MerchantAdminCommands.register(
-                try MangopayDaemon.services(
+                try MerchantAssembly.services(
                     configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
                     logger: .disabled),
                 in: handlers)

@@ -1,3 +1,4 @@
+import AdminChannel
 import Dispatch
 import Foundation
 import VaultCore

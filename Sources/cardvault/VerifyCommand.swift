@@ -1,3 +1,4 @@
+import AdminChannel
 import VaultStore
 
 /// `cardvault verify`: read and authenticate every stored record.

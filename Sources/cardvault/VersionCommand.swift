@@ -1,4 +1,5 @@
-import CShims
+import HTTPServer
+import VaultCrypto
 
 /// `cardvault version`: the program's and its C libraries' versions.
 enum VersionCommand: Command {
@@ -15,8 +16,8 @@ enum VersionCommand: Command {
     static func run(_ arguments: inout Arguments) throws -> Int32 {
         try arguments.finish()
         print("cardvault \(version)")
-        print("openssl \(String(cString: cv_openssl_version()))")
-        print("libmicrohttpd \(String(cString: cv_microhttpd_version()))")
+        print("openssl \(CryptoLibrary.version)")
+        print("libmicrohttpd \(HTTPServer.libraryVersion)")
         return 0
     }
 }

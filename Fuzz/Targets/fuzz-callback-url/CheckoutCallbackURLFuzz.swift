@@ -1,5 +1,5 @@
 import FuzzSupport
-@testable import Payments
+@testable import Checkout
 
 /// Callback URLs and registered callback prefixes (``CheckoutCallbackURL``, ``CheckoutCallbackPrefix``). The
 /// input is a URL, optionally followed by a newline and a second URL tried against the first as a prefix.

@@ -1,6 +1,6 @@
 import FuzzSupport
 import HTTPServer
-@testable import Payments
+@testable import Checkout
 
 /// A checkout URL's query (`checkoutId=…&cartId=…&amount=…`) as the hosted checkout reads it: form decoding,
 /// then ``CheckoutRequest/init(queryItems:)``. Properties: an accepted request has a positive amount, a

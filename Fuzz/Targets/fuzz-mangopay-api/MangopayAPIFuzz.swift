@@ -2,7 +2,7 @@ import Foundation
 import FuzzSupport
 import HTTPServer
 import Payments
-@testable import VaultAPI
+@testable import MangopayAPI
 import VaultCore
 import VaultCrypto
 import VaultStore

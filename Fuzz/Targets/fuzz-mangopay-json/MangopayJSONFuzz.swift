@@ -1,6 +1,6 @@
 import FuzzSupport
 @testable import Payments
-@testable import VaultAPI
+@testable import MangopayAPI
 
 /// The JSON reader of request bodies (``MangopayJSON/parse(_:)``) and the field readers of the binding layer
 /// (``MangopayFields``) over whatever it parses. Properties: what parses renders back to text that parses to

@@ -1,0 +1,376 @@
+import Dispatch
+import Foundation
+public import VaultCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A JSON value on the admin channel.
+public enum AdminValue: Sendable, Equatable, Codable {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case string(String)
+    case array([AdminValue])
+    case object([String: AdminValue])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([AdminValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: AdminValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    public subscript(key: String) -> AdminValue? {
+        if case .object(let fields) = self { return fields[key] }
+        return nil
+    }
+
+    public var intValue: Int? {
+        if case .int(let value) = self { return value }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    public var arrayValue: [AdminValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+}
+
+/// A failure reported over the admin channel: a code and a message safe to show an operator.
+public struct AdminError: CodedError, Equatable {
+    public let code: String
+    public let message: String
+    public let location: SourceLocation
+
+    public init(_ code: String, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.location = SourceLocation(file: file, line: line)
+    }
+
+    public static func == (lhs: AdminError, rhs: AdminError) -> Bool { lhs.code == rhs.code }
+
+    /// Nothing listens on the socket (the daemon is not running).
+    public static let notRunning = "notRunning"
+    /// No handler has this command name.
+    public static let unknownCommand = "unknownCommand"
+    /// The request or a reply is not valid JSON of the expected shape.
+    public static let badMessage = "badMessage"
+}
+
+/// Sends progress lines while a command runs (a rewrap's counts, for example).
+public struct AdminProgress: Sendable {
+    private let emit: @Sendable (AdminValue) -> Void
+
+    public init(_ emit: @escaping @Sendable (AdminValue) -> Void) { self.emit = emit }
+
+    /// Sends one progress value to the caller.
+    public func report(_ value: AdminValue) { emit(value) }
+
+    /// A sink that drops progress.
+    public static let ignored = AdminProgress { _ in }
+}
+
+/// A named admin command: arguments in, a result out, progress on the way.
+public typealias AdminHandler = @Sendable (_ arguments: [String: AdminValue], _ progress: AdminProgress) async throws ->
+    AdminValue
+
+/// The registry of admin commands. Open: any part of the daemon registers its own
+/// (`keys.rotate` from the store, `clients.add` from the merchant API, ...).
+public final class AdminHandlers: Sendable {
+    private let handlers = Locked<[String: AdminHandler]>([:])
+
+    public init() {}
+
+    /// Registers (or replaces) the handler of `command`.
+    public func register(_ command: String, _ handler: @escaping AdminHandler) {
+        handlers.withLock { $0[command] = handler }
+    }
+
+    /// The registered command names, sorted.
+    public var commands: [String] { handlers.withLock { $0.keys.sorted() } }
+
+    /// Runs `command` in this process (what the server does for each request, and what the CLI
+    /// does on the files directly when no daemon runs).
+    public func invoke(_ command: String, arguments: [String: AdminValue] = [:], progress: AdminProgress = .ignored)
+        async throws -> AdminValue
+    {
+        guard let handler = handlers.withLock({ $0[command] }) else {
+            throw AdminError(AdminError.unknownCommand, "unknown admin command '\(command)'")
+        }
+        return try await handler(arguments, progress)
+    }
+}
+
+/// The wire format: one JSON object per line.
+///
+///     → {"command":"keys.rotate","arguments":{}}
+///     ← {"progress":{"done":100,"total":500}}        (zero or more)
+///     ← {"ok":true,"result":{...}}  or  {"ok":false,"code":"...","error":"..."}
+struct AdminMessage: Codable {
+    var command: String?
+    var arguments: [String: AdminValue]?
+    var progress: AdminValue?
+    var ok: Bool?
+    var result: AdminValue?
+    var code: String?
+    var error: String?
+
+    func line() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array((try? encoder.encode(self)) ?? Data("{\"ok\":false,\"error\":\"unencodable reply\"}".utf8)) + [0x0A]
+    }
+}
+
+/// A Unix stream socket address for `path`.
+private func withSocketAddress<Result>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) throws -> Result {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard bytes.count < capacity else {
+        throw AdminError(AdminError.badMessage, "socket path \(path) is longer than \(capacity - 1) bytes")
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
+private func makeSocket() throws -> Int32 {
+    #if canImport(Glibc)
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    #else
+    let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+    #endif
+    guard fd >= 0 else { throw AdminError("io", "cannot create a socket: \(String(cString: strerror(errno)))") }
+    return fd
+}
+
+/// Writes all of `bytes` to a socket.
+private func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { raw in
+        var done = 0
+        while done < raw.count {
+            let wrote = send(fd, raw.baseAddress! + done, raw.count - done, Int32(MSG_NOSIGNAL))
+            if wrote < 0 && errno == EINTR { continue }
+            guard wrote > 0 else { return false }
+            done += wrote
+        }
+        return true
+    }
+}
+
+/// Reads newline-terminated lines from a socket.
+private struct LineReader {
+    let fd: Int32
+    var buffer: [UInt8] = []
+
+    mutating func next() -> [UInt8]? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let got = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return nil }
+            buffer += chunk[0..<got]
+            if buffer.count > 1 << 20 { return nil }
+        }
+    }
+}
+
+/// The daemon's admin channel: a Unix socket (mode 0600) answering one JSON request per line
+/// with the handler registered under its command name. Start it once the store is open; stop it
+/// before closing the store.
+public final class AdminSocketServer: Sendable {
+    public let path: String
+    public let handlers: AdminHandlers
+    private let logger: Logger
+    private let listener = Locked<Int32>(-1)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    public init(path: String, handlers: AdminHandlers, logger: Logger = .disabled) {
+        self.path = path
+        self.handlers = handlers
+        self.logger = logger
+    }
+
+    /// Binds the socket and starts answering on a background thread.
+    /// - Throws: ``AdminError`` if the path is taken by a live server or cannot be bound.
+    public func start() throws {
+        if access(path, F_OK) == 0 {
+            if AdminClient.isServing(path: path) {
+                throw AdminError("inUse", "another process answers on \(path)")
+            }
+            unlink(path)  // left behind by a process that died
+        }
+        let fd = try makeSocket()
+        // The socket file is born owner-only (0600): bind under a umask that takes group and
+        // other bits (and execute) away, so there is no moment in which another user could
+        // connect, as there was with a chmod after bind. umask is process-wide; this runs at start,
+        // after the store made its directories (every file the store creates asks for 0600 itself).
+        let previousMask = umask(0o177)
+        let bound = try withSocketAddress(path) { bind(fd, $0, $1) }
+        let bindError = errno
+        umask(previousMask)
+        errno = bindError
+        guard bound == 0, listen(fd, 16) == 0 else {
+            let text = String(cString: strerror(errno))
+            close(fd)
+            throw AdminError("io", "cannot listen on \(path): \(text)")
+        }
+        listener.withLock { $0 = fd }
+        let thread = Thread { [self] in acceptLoop(fd) }
+        thread.name = "cardvault-admin"
+        thread.start()
+        logger.info("admin socket listening", ["path": .string(path)])
+    }
+
+    /// Stops accepting, removes the socket file, and waits for the accept loop to end.
+    /// Requests already running finish on their own threads.
+    public func stop() {
+        let fd = listener.withLock { fd -> Int32 in
+            defer { fd = -1 }
+            return fd
+        }
+        guard fd >= 0 else { return }
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        unlink(path)
+        stopped.wait()
+    }
+
+    private func acceptLoop(_ fd: Int32) {
+        while true {
+            let connection = accept(fd, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                break
+            }
+            let thread = Thread { [self] in serve(connection) }
+            thread.name = "cardvault-admin-connection"
+            thread.start()
+        }
+        stopped.signal()
+    }
+
+    private func serve(_ fd: Int32) {
+        defer { close(fd) }
+        var reader = LineReader(fd: fd)
+        while let line = reader.next() {
+            guard let request = try? JSONDecoder().decode(AdminMessage.self, from: Data(line)), let command = request.command
+            else {
+                _ = writeAll(fd, AdminMessage(ok: false, code: AdminError.badMessage, error: "expected {\"command\":...}").line())
+                continue
+            }
+            let writeLock = Locked(())
+            let progress = AdminProgress { value in
+                writeLock.withLock { _ in _ = writeAll(fd, AdminMessage(progress: value).line()) }
+            }
+            let done = DispatchSemaphore(value: 0)
+            let reply = Locked<AdminMessage?>(nil)
+            let handlers = handlers
+            let arguments = request.arguments ?? [:]
+            let logger = logger
+            Task {
+                let message: AdminMessage
+                do {
+                    let result = try await handlers.invoke(command, arguments: arguments, progress: progress)
+                    message = AdminMessage(ok: true, result: result)
+                } catch let error as any CodedError {
+                    message = AdminMessage(ok: false, code: "\(error.code)", error: error.message)
+                } catch {
+                    message = AdminMessage(ok: false, code: "internal", error: "the command failed")
+                    logger.error("admin command failed", ["command": .string(command), "error": .string("\(error)")])
+                }
+                reply.withLock { $0 = message }
+                done.signal()
+            }
+            done.wait()
+            let message = reply.withLock { $0 }!
+            logger.info("admin command", ["command": .string(command), "ok": .bool(message.ok == true)])
+            guard writeLock.withLock({ _ in writeAll(fd, message.line()) }) else { return }
+        }
+    }
+}
+
+/// The CLI's end of the admin channel.
+public struct AdminClient: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// True when a server accepts connections on `path`.
+    public static func isServing(path: String) -> Bool {
+        guard access(path, F_OK) == 0, let fd = try? makeSocket() else { return false }
+        defer { close(fd) }
+        return (try? withSocketAddress(path) { connect(fd, $0, $1) }) == 0
+    }
+
+    /// Sends one command and waits for its result, passing progress values to `progress`.
+    /// - Throws: ``AdminError``: `notRunning` when nothing listens, otherwise the server's code and message.
+    public func call(
+        _ command: String, arguments: [String: AdminValue] = [:], progress: ((AdminValue) -> Void)? = nil
+    ) throws -> AdminValue {
+        let fd = try makeSocket()
+        defer { close(fd) }
+        guard try withSocketAddress(path, { connect(fd, $0, $1) }) == 0 else {
+            throw AdminError(AdminError.notRunning, "no daemon answers on \(path)")
+        }
+        guard writeAll(fd, AdminMessage(command: command, arguments: arguments).line()) else {
+            throw AdminError(AdminError.notRunning, "the daemon closed \(path)")
+        }
+        var reader = LineReader(fd: fd)
+        while let line = reader.next() {
+            guard let message = try? JSONDecoder().decode(AdminMessage.self, from: Data(line)) else {
+                throw AdminError(AdminError.badMessage, "the daemon sent an unreadable reply")
+            }
+            if let value = message.progress {
+                progress?(value)
+                continue
+            }
+            if message.ok == true { return message.result ?? .null }
+            throw AdminError(message.code ?? "failed", message.error ?? "the command failed")
+        }
+        throw AdminError(AdminError.badMessage, "the daemon closed the connection without a reply")
+    }
+}

@@ -1,0 +1,48 @@
+public import Configuration
+public import HTTPServer
+public import VaultCore
+
+/// Assembles the daemon's HTTP side: the configuration, the route groups and the server.
+///
+/// Areas of the API add themselves as ``RouteGroup`` values:
+/// `CardVaultApplication(configuration: c, logger: l, routeGroups: [MangopayRoutes(...)])`.
+public struct CardVaultApplication: Sendable {
+    public let configuration: CardVaultConfiguration
+    public let logger: Logger
+    public let metrics: HTTPMetrics
+    public let routeGroups: [any RouteGroup]
+
+    public init(
+        configuration: CardVaultConfiguration,
+        logger: Logger,
+        metrics: HTTPMetrics = HTTPMetrics(),
+        routeGroups: [any RouteGroup] = []
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = metrics
+        self.routeGroups = routeGroups
+    }
+
+    /// Every route: health and metrics, then each group in order.
+    public func makeRouter() -> Router {
+        var router = Router()
+        let groups: [any RouteGroup] = [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
+        for group in groups {
+            group.register(on: &router)
+        }
+        return router
+    }
+
+    /// The server, configured and routed, not yet started.
+    ///
+    /// - Throws: ``ConfigurationError`` when TLS files cannot be read.
+    public func makeServer() throws(ConfigurationError) -> HTTPServer {
+        HTTPServer(
+            configuration: try configuration.serverConfiguration(),
+            router: makeRouter(),
+            logger: logger,
+            metrics: metrics
+        )
+    }
+}

@@ -1,0 +1,86 @@
+public import Configuration
+import Dispatch
+import Foundation
+public import HTTPServer
+import MangopayAPI
+public import Payments
+public import VaultCore
+public import VaultCrypto
+public import VaultStore
+
+/// Builds the Mangopay route group for the running daemon from its configuration, and creates the development
+/// client on first start.
+public enum MerchantAssembly {
+    /// Name of the client created when the store has none.
+    public static let developmentClientName = "dev"
+
+    /// The services over `store`, with the settings taken from `configuration` (the sandbox table and risk
+    /// thresholds are read from their files when configured).
+    /// - Throws: ``ConfigurationError`` naming `sandboxFile` or `riskFile` when one cannot be read or parsed.
+    public static func services(
+        configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
+        logger: Logger, clock: any WallClock = SystemClock()
+    ) throws(ConfigurationError) -> MerchantServices {
+        let sandbox = try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
+            try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
+        } ?? SandboxBehaviour()
+        let risk = try configuration.riskFile.map { (file) throws(ConfigurationError) in
+            try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
+        } ?? RiskPolicy()
+        return MerchantServices(
+            environment: PaymentsEnvironment(
+                store: store, clock: clock, fingerprintKeys: fingerprintKeys,
+                configuration: PaymentsConfiguration(
+                    publicBaseURL: configuration.publicURL,
+                    accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
+                    tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
+                    pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
+                    acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,
+                    tokenFailuresPerMinutePerAddress: configuration.tokenFailuresPerMinutePerAddress,
+                    rateLimitTrackedAddresses: configuration.rateLimitTrackedAddresses),
+                logger: logger),
+            sandbox: sandbox, riskPolicy: risk)
+    }
+
+    /// The route groups for `serve`: the Mangopay dialect and the pay-ins with their sandbox ACS. When the
+    /// store holds no client yet, creates the development client and hands its credentials (shown once, never
+    /// stored in clear) to `announce`.
+    public static func routes(
+        configuration: CardVaultConfiguration, services: MerchantServices,
+        announce: @escaping @Sendable (String) -> Void
+    ) throws -> [any RouteGroup] {
+        try blocking {
+            guard try await services.clients.all().isEmpty else { return }
+            let credentials = try await services.clients.create(name: developmentClientName)
+            announce(
+                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
+        }
+        return [
+            MangopayRoutes(
+                services: services, checkoutOrigins: configuration.checkoutOrigins,
+                openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
+            PayInRoutes(services: services),
+            try CheckoutAssembly.routes(services: services, configuration: configuration),
+        ]
+    }
+
+    /// Runs `body` to completion from synchronous start-up code.
+    static func blocking(_ body: @escaping @Sendable () async throws -> Void) throws {
+        let outcome = BlockingOutcome()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do { try await body() } catch { outcome.set(error) }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+}
+
+/// Carries an error out of a task to the thread that waits for it.
+private final class BlockingOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (any Error)?
+    var error: (any Error)? { lock.withLock { stored } }
+    func set(_ error: any Error) { lock.withLock { stored = error } }
+}
