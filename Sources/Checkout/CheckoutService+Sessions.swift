@@ -17,9 +17,9 @@ public struct CheckoutSessionInput: Sendable, Equatable {
     public var userId: String?
     /// Narrows the checkout id's card types; nil offers all of them.
     public var allowedCardTypes: [String]?
-    /// Skip 3-D Secure; refused unless the checkout id's `threeDSPolicy` is `merchantChoice`.
+    /// Skip 3-D Secure (default false); refused when the checkout id's `threeDSPolicy` is `required`.
     public var suppress3DS: Bool?
-    /// Ask for the security code (default true); false is refused unless the id's `cvcPolicy` is `merchantChoice`.
+    /// Ask for the security code (default true); false is refused when the id's `cvcPolicy` is `required`.
     public var cvc2Support: Bool?
     public var callbackURL: String?
     public var suppressShippingAddress: Bool?
@@ -111,12 +111,12 @@ extension CheckoutService {
         if input.suppress3DS == true, !registration.allowsSuppressing3DS {
             errors.add(
                 "suppress3DS",
-                "this checkoutId requires 3-D Secure; register it with threeDSPolicy merchantChoice to let a session skip it")
+                "this checkoutId requires 3-D Secure (threeDSPolicy required): a session cannot skip it")
         }
         if input.cvc2Support == false, !registration.allowsSkippingSecurityCode {
             errors.add(
                 "cvc2Support",
-                "this checkoutId requires the security code; register it with cvcPolicy merchantChoice to let a session skip it")
+                "this checkoutId requires the security code (cvcPolicy required): a session cannot skip it")
         }
         if let pairingId = input.pairingId {
             if input.userId == nil { errors.add("pairingId", "pairingId needs the userId it belongs to") }
@@ -264,14 +264,14 @@ extension CheckoutService {
         return session
     }
 
-    /// Parses the two policies of a registration; nil means `required`.
+    /// Parses the two policies of a registration; nil means `merchantChoice`.
     static func policies(threeDS: String?, cvc: String?) throws(CheckoutError) -> (CheckoutPolicy, CheckoutPolicy) {
         var errors = CheckoutFieldErrors()
         func parse(_ text: String?, _ field: String) -> CheckoutPolicy {
-            guard let text else { return .required }
+            guard let text else { return .merchantChoice }
             guard let policy = CheckoutPolicy(parsing: text) else {
                 errors.add(field, "\(field) must be required or merchantChoice")
-                return .required
+                return .merchantChoice
             }
             return policy
         }

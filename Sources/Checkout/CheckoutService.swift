@@ -77,9 +77,9 @@ public struct CheckoutService: Sendable {
     /// Registers a checkout id for `clientId`. A nil `checkoutId` gets a generated 32-character one.
     /// - Throws: ``CheckoutError`` `.invalidRequest` (field by field), `.alreadyExists`.
     /// - Parameters:
-    ///   - threeDSPolicy: `required` (default: every checkout runs 3-D Secure) or `merchantChoice` (a session the
-    ///     merchant starts may set `suppress3DS`).
-    ///   - cvcPolicy: `required` (default) or `merchantChoice` (a session may set `cvc2Support: false`).
+    ///   - threeDSPolicy: `merchantChoice` (default: each session the merchant's server starts may set
+    ///     `suppress3DS`) or `required` (every checkout of the id runs 3-D Secure).
+    ///   - cvcPolicy: `merchantChoice` (default: a session may set `cvc2Support: false`) or `required`.
     public func register(
         clientId: String, checkoutId: String? = nil, callbackPrefixes: [String], allowedCardTypes: [String],
         merchantName: String? = nil, threeDSPolicy: String? = nil, cvcPolicy: String? = nil

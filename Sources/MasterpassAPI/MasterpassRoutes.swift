@@ -479,7 +479,7 @@ struct MasterpassRegistrationView: Encodable {
         allowedCardTypes = registration.allowedCardTypes.map(\.rawValue).sorted()
         merchantName = registration.merchantName
         creationDate = registration.creationDate
-        threeDSPolicy = (registration.threeDSPolicy ?? .required).rawValue
-        cvcPolicy = (registration.cvcPolicy ?? .required).rawValue
+        threeDSPolicy = (registration.threeDSPolicy ?? .merchantChoice).rawValue
+        cvcPolicy = (registration.cvcPolicy ?? .merchantChoice).rawValue
     }
 }

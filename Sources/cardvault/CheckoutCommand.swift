@@ -38,9 +38,9 @@ enum CheckoutCommand: Command {
                                   diners, maestro, jcb
           --checkout-id ID        8 to 64 letters and digits (default: a generated 32-character id)
           --merchant-name NAME    the name shown on the hosted page
-          --three-ds-policy P     required (default: every checkout runs 3-D Secure) or merchantChoice (a session
-                                  the merchant starts may set suppress3DS)
-          --cvc-policy P          required (default: the security code is asked) or merchantChoice
+          --three-ds-policy P     merchantChoice (default: each checkout session the merchant's server starts may
+                                  set suppress3DS) or required (every checkout runs 3-D Secure)
+          --cvc-policy P          merchantChoice (default: a session may set cvc2Support false) or required
           --url URL               the daemon's base URL
         """
 

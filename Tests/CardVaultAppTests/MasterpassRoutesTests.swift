@@ -268,12 +268,22 @@ extension Response {
         let unregistered = await start(["callbackUrl": #""https://evil.example/return""#])
         #expect(unregistered.status == 400)
         #expect(unregistered.bodyText.contains("callbackUrl does not start with a URL registered for this checkoutId"))
-        // The checkout id's policies: 3-D Secure and the security code are required unless it was registered with
-        // merchantChoice.
-        let noThreeDS = await start(["suppress3DS": "true"])
+        // The checkout id's policies: by default the merchant's server chooses per session; a checkout id registered
+        // with `required` refuses a session that skips 3-D Secure or the security code.
+        let chosen = await start(["suppress3DS": "true", "cvc2Support": "false", "cartId": #""chosen""#])
+        #expect(chosen.status == 201)
+        #expect(chosen.jsonObject["suppress3DS"] as? Bool == true && chosen.jsonObject["cvc2Support"] as? Bool == false)
+        let strict = await h.send(
+            "POST", "/masterpass/checkouts", as: "shop",
+            body:
+                #"{"checkoutId":"5tr1ct5tr1ct5tr1ct","callbackUrlPrefixes":["https://shop.example/return"],"allowedCardTypes":["master","visa"],"threeDSPolicy":"required","cvcPolicy":"required"}"#
+        )
+        #expect(strict.status == 201)
+        #expect(strict.jsonObject["threeDSPolicy"] as? String == "required")
+        let noThreeDS = await start(["suppress3DS": "true"], id: "5tr1ct5tr1ct5tr1ct")
         #expect(noThreeDS.status == 400)
         #expect(noThreeDS.reasons.map(\.source) == ["suppress3DS"])
-        #expect(await start(["cvc2Support": "false"]).reasons.map(\.source) == ["cvc2Support"])
+        #expect(await start(["cvc2Support": "false"], id: "5tr1ct5tr1ct5tr1ct").reasons.map(\.source) == ["cvc2Support"])
         // Only the owner starts checkouts of its id; no token, no checkout.
         #expect(await start([:], as: "rival").status == 403)
         #expect(await start([:], id: "0000000000000000").status == 403)

@@ -117,8 +117,7 @@ struct CheckoutFixture {
     func registerBoth() async throws {
         _ = try await service.register(
             clientId: "shop", checkoutId: Self.checkoutId, callbackPrefixes: ["https://shop.example/checkout/return"],
-            allowedCardTypes: ["master", "visa", "amex"], merchantName: "Fancy Shop", threeDSPolicy: "merchantChoice",
-            cvcPolicy: "merchantChoice")
+            allowedCardTypes: ["master", "visa", "amex"], merchantName: "Fancy Shop")
         _ = try await service.register(
             clientId: "rival", checkoutId: Self.otherCheckoutId, callbackPrefixes: ["https://rival.example/cb"],
             allowedCardTypes: ["master", "visa"], merchantName: "Rival")

@@ -125,7 +125,7 @@ import VaultStore
         let f = Fixture()
         _ = try await f.service.register(
             clientId: "strict", checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0", callbackPrefixes: ["https://s.example/"],
-            allowedCardTypes: ["master"])
+            allowedCardTypes: ["master"], threeDSPolicy: "required", cvcPolicy: "required")
         let registration = try #require(try await f.service.registration(checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0"))
         #expect(registration.threeDSPolicy == .required && registration.cvcPolicy == .required)
         func start(_ input: CheckoutSessionInput) async throws -> CheckoutSession {
@@ -145,6 +145,14 @@ import VaultStore
         let session = try await start(base)
         #expect(session.request.amount == Money(minorUnits: 500, currency: .eur))
         #expect(!session.machine.suppress3DS && session.request.cvc2Support)
+        // By default the merchant's server chooses per session.
+        let open = try await f.service.register(
+            clientId: "strict", callbackPrefixes: ["https://s.example/"], allowedCardTypes: ["master"])
+        #expect(open.allowsSuppressing3DS && open.allowsSkippingSecurityCode)
+        let chosen = try await f.service.startSession(
+            clientId: "strict", checkoutId: open.checkoutId,
+            CheckoutSessionInput(cartId: "c2", amountMinorUnits: 500, currency: "EUR", suppress3DS: true, cvc2Support: false))
+        #expect(chosen.session.machine.suppress3DS && !chosen.session.request.cvc2Support)
         await #expect(throws: CheckoutError.self) {
             _ = try await f.service.register(
                 clientId: "strict", callbackPrefixes: ["https://s.example/"], allowedCardTypes: ["master"],

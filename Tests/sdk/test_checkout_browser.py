@@ -85,13 +85,14 @@ def backend(daemon, token, merchant):
     """The merchant backend: a requests session with the bearer token and the checkout id registered."""
     session = requests.Session()
     session.headers["Authorization"] = "Bearer " + token
-    # 3-D Secure stays required for every checkout of this id; the security code is the merchant's choice.
+    # 3-D Secure stays required for every checkout of this id; the security code is the merchant's choice (the
+    # default) per session.
     response = session.post(daemon.base_url + "/masterpass/checkouts", json={
         "checkoutId": CHECKOUT_ID, "callbackUrlPrefixes": [merchant.base + "/callback"],
         "allowedCardTypes": ["master", "maestro", "visa", "amex"], "merchantName": "Fancy Shop",
-        "cvcPolicy": "merchantChoice"}, timeout=10)
+        "threeDSPolicy": "required"}, timeout=10)
     assert response.status_code == 201, response.text
-    assert response.json()["threeDSPolicy"] == "required"
+    assert response.json()["threeDSPolicy"] == "required" and response.json()["cvcPolicy"] == "merchantChoice"
     return session
 
 
