@@ -41,7 +41,8 @@ extension CheckoutService {
                 try Self.decode(PairingTransaction.self, record).expiresAt
             },
             RecordLifetime(kept: Collection.wallets, "until the merchant's data is removed"),
-            RecordLifetime(kept: Collection.pairings, "until the pairing id rotates (every precheckout and express checkout)"),
+            RecordLifetime(
+                kept: Collection.pairings, "until the pairing id rotates (every precheckout and express checkout)"),
             .deleted(Collection.audit, "1 year after the transaction's last payment data read") { record in
                 let accesses = try Self.decode([PaymentDataAccess].self, record)
                 return (accesses.last?.at).map { $0 / 1000 + auditRetention }

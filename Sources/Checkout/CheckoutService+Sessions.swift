@@ -71,7 +71,9 @@ extension CheckoutService {
     /// The query parameters a checkout URL may carry: what names the checkout, and what only changes how the page
     /// looks. Everything else a Masterpass checkout URL used to carry (amount, currency, userId, suppress3DS,
     /// cvc2Support, card types, callback, ...) is set by the merchant's server when it starts the session.
-    public static let harmlessURLParameters: Set<String> = ["checkoutId", "checkoutSessionId", "cartId", "locale", "channel"]
+    public static let harmlessURLParameters: Set<String> = [
+        "checkoutId", "checkoutSessionId", "cartId", "locale", "channel",
+    ]
 
     /// Parameters a checkout URL may not carry: the merchant's server sets them.
     public static let merchantOnlyURLParameters: Set<String> = CheckoutRequest.knownNames
@@ -245,7 +247,8 @@ extension CheckoutService {
             errors.add(
                 "checkoutSessionId",
                 "checkoutSessionId is required: the merchant starts each checkout from its server "
-                    + "(POST /masterpass/checkouts/{checkoutId}/sessions) and sends the shopper to the URL it gets back")
+                    + "(POST /masterpass/checkouts/{checkoutId}/sessions) and sends the shopper to the URL it gets back"
+            )
         } else if !CheckoutIdentifiers.isSecret(sessionId) {
             errors.add("checkoutSessionId", "checkoutSessionId is not a valid checkout session")
         }

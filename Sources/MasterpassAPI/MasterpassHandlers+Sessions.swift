@@ -1,7 +1,7 @@
 import CardKit
+import Checkout
 import Foundation
 import HTTPServer
-import Checkout
 
 extension MasterpassHandlers {
     /// `POST /masterpass/checkouts/{checkoutId}/sessions`: the merchant's server starts a hosted checkout.
@@ -39,7 +39,8 @@ extension MasterpassHandlers {
     /// An amount in minor units: a JSON integer (not a decimal, a string or a boolean).
     func minorUnits(_ body: [String: Any], _ name: String) throws -> Int64? {
         guard let value = body[name], !(value is NSNull) else { return nil }
-        let refusal = CheckoutError.invalid(name, "\(name) must be a whole number of minor units, such as 7490 for 74.90 USD")
+        let refusal = CheckoutError.invalid(
+            name, "\(name) must be a whole number of minor units, such as 7490 for 74.90 USD")
         guard !Self.isJSONBoolean(value), let number = value as? NSNumber else { throw refusal }
         let text = NSDecimalNumber(decimal: number.decimalValue).stringValue
         guard let minor = Int64(text) else { throw refusal }

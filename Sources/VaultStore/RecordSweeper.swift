@@ -17,7 +17,8 @@ public struct RecordLifetime: Sendable {
 
     /// A kind whose records end by `expire`.
     public init(
-        _ collection: String, _ summary: String, expire: @escaping @Sendable (Record, Int64) async throws -> [RecordWrite]?
+        _ collection: String, _ summary: String,
+        expire: @escaping @Sendable (Record, Int64) async throws -> [RecordWrite]?
     ) {
         self.collection = collection
         self.summary = summary
@@ -185,15 +186,18 @@ public final class RecordSweeper: Sendable {
         var text = "# HELP cardvault_records Records in the store by kind (collection), as of the last sweep.\n"
         text += "# TYPE cardvault_records gauge\n"
         for lifetime in lifetimes {
-            text += "cardvault_records{kind=\"\(lifetime.collection)\"} \(snapshot.remaining[lifetime.collection] ?? 0)\n"
+            text +=
+                "cardvault_records{kind=\"\(lifetime.collection)\"} \(snapshot.remaining[lifetime.collection] ?? 0)\n"
         }
         text += "# HELP cardvault_records_expired_total Records the sweeper ended at the end of their lifetime.\n"
         text += "# TYPE cardvault_records_expired_total counter\n"
         for lifetime in lifetimes where lifetime.expire != nil {
-            text += "cardvault_records_expired_total{kind=\"\(lifetime.collection)\"} "
+            text +=
+                "cardvault_records_expired_total{kind=\"\(lifetime.collection)\"} "
                 + "\(snapshot.expiredTotal[lifetime.collection] ?? 0)\n"
         }
-        text += "# HELP cardvault_sweep_rounds_total Sweep rounds finished.\n# TYPE cardvault_sweep_rounds_total counter\n"
+        text +=
+            "# HELP cardvault_sweep_rounds_total Sweep rounds finished.\n# TYPE cardvault_sweep_rounds_total counter\n"
         text += "cardvault_sweep_rounds_total \(snapshot.rounds)\n"
         return text
     }

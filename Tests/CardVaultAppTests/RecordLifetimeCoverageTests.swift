@@ -34,7 +34,9 @@ import VaultStore
         let known = Set(BackgroundServices.recordLifetimes(services: h.services, checkout: checkout).map(\.collection))
         let written = store.collectionNames
         #expect(written.count >= 15)
-        #expect(written.subtracting(known).isEmpty, "collections without a lifetime: \(written.subtracting(known).sorted())")
+        #expect(
+            written.subtracting(known).isEmpty, "collections without a lifetime: \(written.subtracting(known).sorted())"
+        )
         let names = BackgroundServices.recordLifetimes(services: h.services, checkout: checkout).map(\.collection)
         #expect(Set(names).count == names.count)
     }

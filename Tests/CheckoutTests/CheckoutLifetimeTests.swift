@@ -124,9 +124,11 @@ import VaultStore
     @Test func theServerKeepsThe3DSAndCVCPolicyOfTheCheckoutId() async throws {
         let f = Fixture()
         _ = try await f.service.register(
-            clientId: "strict", checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0", callbackPrefixes: ["https://s.example/"],
+            clientId: "strict", checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0",
+            callbackPrefixes: ["https://s.example/"],
             allowedCardTypes: ["master"], threeDSPolicy: "required", cvcPolicy: "required")
-        let registration = try #require(try await f.service.registration(checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0"))
+        let registration = try #require(
+            try await f.service.registration(checkoutId: "5717c7c0ffee5717c7c0ffee5717c7c0"))
         #expect(registration.threeDSPolicy == .required && registration.cvcPolicy == .required)
         func start(_ input: CheckoutSessionInput) async throws -> CheckoutSession {
             try await f.service.startSession(clientId: "strict", checkoutId: registration.checkoutId, input).session
@@ -151,7 +153,8 @@ import VaultStore
         #expect(open.allowsSuppressing3DS && open.allowsSkippingSecurityCode)
         let chosen = try await f.service.startSession(
             clientId: "strict", checkoutId: open.checkoutId,
-            CheckoutSessionInput(cartId: "c2", amountMinorUnits: 500, currency: "EUR", suppress3DS: true, cvc2Support: false))
+            CheckoutSessionInput(
+                cartId: "c2", amountMinorUnits: 500, currency: "EUR", suppress3DS: true, cvc2Support: false))
         #expect(chosen.session.machine.suppress3DS && !chosen.session.request.cvc2Support)
         await #expect(throws: CheckoutError.self) {
             _ = try await f.service.register(

@@ -7,7 +7,7 @@ import VaultCrypto
 @testable import VaultStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An abandoned tokenized registration's card number is gone from the store's files after its access key expired,
@@ -58,7 +58,8 @@ import Glibc
         options.segmentBytes = 64 << 10
         options.automaticCompaction = false
         options.clock = clock
-        let store = try EncryptedFileStore.open(directory: root + "/data", keysDirectory: root + "/keys", options: options)
+        let store = try EncryptedFileStore.open(
+            directory: root + "/data", keysDirectory: root + "/keys", options: options)
         defer { store.close() }
         let environment = PaymentsEnvironment(
             store: store, clock: clock, fingerprintKeys: store.fingerprintKeys,

@@ -21,13 +21,15 @@ import VaultStore
     @Test func bearerTokensEndAtTheirExpiry() async throws {
         let f = PaymentsFixture()
         let credentials = try await f.services.clients.create(name: "shop")
-        let client = try await f.services.clients.authenticate(clientId: credentials.clientId, apiKey: credentials.apiKey)
+        let client = try await f.services.clients.authenticate(
+            clientId: credentials.clientId, apiKey: credentials.apiKey)
         let token = try await f.services.bearerTokens.issue(for: client)
         let sweeper = sweeper(f)
         f.clock.advance(by: f.services.environment.configuration.bearerTokenLifetime - 1)
         try await sweeper.sweep()
         #expect(try await count(f, Collections.bearerTokens) == 1)
-        #expect(try await f.services.bearerTokens.clientId(forToken: token.accessToken.unsafeRevealed) == client.clientId)
+        #expect(
+            try await f.services.bearerTokens.clientId(forToken: token.accessToken.unsafeRevealed) == client.clientId)
         f.clock.advance(by: 1)
         let report = try await sweeper.sweep()
         #expect(report.expired[Collections.bearerTokens] == 1)
@@ -40,7 +42,8 @@ import VaultStore
         let f = PaymentsFixture(
             configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example", bearerTokenCacheCapacity: 8))
         let credentials = try await f.services.clients.create(name: "shop")
-        let client = try await f.services.clients.authenticate(clientId: credentials.clientId, apiKey: credentials.apiKey)
+        let client = try await f.services.clients.authenticate(
+            clientId: credentials.clientId, apiKey: credentials.apiKey)
         var tokens: [String] = []
         for _ in 0..<50 {
             tokens.append(try await f.services.bearerTokens.issue(for: client).accessToken.unsafeRevealed)
@@ -58,7 +61,8 @@ import VaultStore
         #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/x", body: []) == .proceed)
         try await ledger.record(
             clientId: "shop", key: key,
-            response: StoredResponse(statusCode: 200, contentType: "application/json", body: [], requestURL: "/x", date: 0))
+            response: StoredResponse(
+                statusCode: 200, contentType: "application/json", body: [], requestURL: "/x", date: 0))
         let sweeper = sweeper(f)
         f.clock.advance(by: 24 * 3600 - 1)
         try await sweeper.sweep()
@@ -95,7 +99,9 @@ import VaultStore
             clientId: "shop", id: abandoned.id, registrationData: "data=" + token.unsafeRevealed, cardHolderName: nil,
             tag: nil)
         #expect(late.status == .error && late.result == .tokenInputError)
-        #expect(try await f.services.cards.list(clientId: "shop", userId: abandoned.userId, page: PageRequest()).items.isEmpty)
+        #expect(
+            try await f.services.cards.list(clientId: "shop", userId: abandoned.userId, page: PageRequest()).items
+                .isEmpty)
         // Registrations that never became VALIDATED go after registrationLifetime; the validated one stays.
         f.clock.advance(by: f.services.environment.configuration.registrationLifetime)
         try await sweeper.sweep()
