@@ -18,7 +18,8 @@ PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk postgresql postgresql-co
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline
 
-.PHONY: run test test-sdk test-debug test-sanitize venv bench clean build release keys deps-build deps-test deps-bench \
+.PHONY: run test test-sdk test-scripts test-debug test-sanitize lint format venv bench clean build release keys deps-build \
+	deps-test deps-bench \
 	fuzz fuzz-parsers fuzz-build fuzz-seeds fuzz-api
 
 ## run: install what is missing, build in release mode, create development keys, start the daemon
@@ -35,7 +36,22 @@ test: deps-test release
 	# One test at a time: on a 2-core machine, tests that wait on child processes or sockets would
 	# otherwise occupy the whole cooperative thread pool that the live-server tests' handlers need.
 	$(TEST_ENV) $(SWIFT) test -c release --skip-build --build-path $(RELEASE_TEST_PATH) --no-parallel
+	$(MAKE) --no-print-directory test-scripts
 	$(MAKE) --no-print-directory test-sdk
+
+## test-scripts: the repository's own tools (scripts/check-imports against fake packages and this one)
+test-scripts:
+	python3 -m unittest discover -s Tests/scripts -v
+
+## lint: swift-format's rules (.swift-format) over every Swift file, then the module map: each target's imports
+## against Package.swift and the import table of docs/architecture.md (scripts/check-imports)
+lint:
+	$(SWIFT) format lint --strict --parallel -r Package.swift Sources Tests Fuzz/Targets
+	scripts/check-imports --fuzz
+
+## format: apply swift-format's fixes in place (then review and commit them on their own)
+format:
+	$(SWIFT) format format --in-place --parallel -r Package.swift Sources Tests Fuzz/Targets
 
 ## test-sdk: the official Mangopay Python SDK and the hosted checkout in headless Chromium (Tests/sdk, pytest in .venv) against the release daemon
 test-sdk: deps-test release venv

@@ -66,7 +66,7 @@ let package = Package(
                 "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
-        library("CardVaultTesting"),
+        library("CardVaultTesting", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
 
         // Executables.
         .executableTarget(
@@ -89,19 +89,21 @@ let package = Package(
         tests("CardKitTests", ["CardKit"]),
         tests("VaultStoreTests", ["VaultStore", "VaultCrypto", "VaultCore"]),
         tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCore", "CardVaultTesting"]),
-        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("CheckoutTests", ["Checkout", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests("HTTPServerTests", ["HTTPServer", "VaultCore", "CardVaultTesting"]),
-        tests("MangopayAPITests", ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
+        tests(
+            "MangopayAPITests",
+            ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
         tests(
             "CardVaultAppTests",
             [
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting",
             ]),
-        tests("CLITests", ["VaultCore"]),
+        tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]
 )
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 public import VaultCore
 
@@ -219,19 +218,39 @@ private struct LineReader {
 }
 
 /// The daemon's admin channel: a Unix socket (mode 0600) answering one JSON request per line
-/// with the handler registered under its command name. Start it once the store is open; stop it
-/// before closing the store.
-public final class AdminSocketServer: Sendable {
+/// with the handler registered under its command name. Run it as a ``Service`` of the daemon's group (it
+/// starts with the group and stops before the store is closed), or ``start()`` and ``stop()`` it directly.
+///
+/// Blocking socket calls run on threads of its own (one accepting, one reading per connection), never on the
+/// concurrency pool; each request's handler runs as a task, and a connection answers its requests in order.
+public final class AdminSocketServer: Service {
+    public let name = "admin-socket"
     public let path: String
     public let handlers: AdminHandlers
     private let logger: Logger
-    private let listener = Locked<Int32>(-1)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let state = Locked(ListenState())
+
+    private struct ListenState {
+        var fd: Int32 = -1
+        var loopEnded = false
+        var loopWaiter: CheckedContinuation<Void, Never>?
+        /// Connections being answered, and who waits for the last one to finish.
+        var connections: Set<Int32> = []
+        var connectionsWaiter: CheckedContinuation<Void, Never>?
+    }
 
     public init(path: String, handlers: AdminHandlers, logger: Logger = .disabled) {
         self.path = path
         self.handlers = handlers
         self.logger = logger
+    }
+
+    /// Serves from the group's start (or from an earlier ``start()``) until its shutdown, then stops and removes
+    /// the socket file.
+    public func run() async throws {
+        if state.withLock({ $0.fd < 0 }) { try start() }
+        await untilCancelled()
+        await stop()
     }
 
     /// Binds the socket and starts answering on a background thread.
@@ -258,25 +277,42 @@ public final class AdminSocketServer: Sendable {
             close(fd)
             throw AdminError("io", "cannot listen on \(path): \(text)")
         }
-        listener.withLock { $0 = fd }
+        state.withLock { $0 = ListenState(fd: fd) }
         let thread = Thread { [self] in acceptLoop(fd) }
         thread.name = "cardvault-admin"
         thread.start()
         logger.info("admin socket listening", ["path": .string(path)])
     }
 
-    /// Stops accepting, removes the socket file, and waits for the accept loop to end.
-    /// Requests already running finish on their own threads.
-    public func stop() {
-        let fd = listener.withLock { fd -> Int32 in
-            defer { fd = -1 }
-            return fd
-        }
-        guard fd >= 0 else { return }
+    /// Stops accepting, waits for the accept loop to end, ends every connection after the request it is
+    /// answering (a running `keys.rewrap` finishes first), then closes and removes the socket file. When it
+    /// returns no admin command runs any more, so the store can be closed.
+    public func stop() async {
+        guard let fd = state.withLock({ $0.fd >= 0 ? $0.fd : nil }) else { return }
+        // shutdown(2) wakes the blocked accept(2); the descriptor is closed only after the loop has left it, so
+        // the number cannot be reused under a running accept.
         shutdown(fd, Int32(SHUT_RDWR))
+        await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+            let already = state.withLock { state -> Bool in
+                if state.loopEnded { return true }
+                state.loopWaiter = ended
+                return false
+            }
+            if already { ended.resume() }
+        }
+        // No new connection can come; reading ends on the open ones, so each answers what it has read and closes.
+        await withCheckedContinuation { (idle: CheckedContinuation<Void, Never>) in
+            let open = state.withLock { state -> Set<Int32>? in
+                if state.connections.isEmpty { return nil }
+                state.connectionsWaiter = idle
+                return state.connections
+            }
+            guard let open else { return idle.resume() }
+            for connection in open { shutdown(connection, Int32(SHUT_RD)) }
+        }
+        state.withLock { $0 = ListenState() }
         close(fd)
         unlink(path)
-        stopped.wait()
     }
 
     private func acceptLoop(_ fd: Int32) {
@@ -286,19 +322,45 @@ public final class AdminSocketServer: Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 break
             }
-            let thread = Thread { [self] in serve(connection) }
+            state.withLock { _ = $0.connections.insert(connection) }
+            let requests = AsyncStream<AdminMessage?>.makeStream()
+            let thread = Thread { Self.readRequests(connection, into: requests.continuation) }
             thread.name = "cardvault-admin-connection"
             thread.start()
+            Task { [self] in await answer(connection, requests.stream) }
         }
-        stopped.signal()
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.loopEnded = true
+            defer { state.loopWaiter = nil }
+            return state.loopWaiter
+        }
+        waiter?.resume()
     }
 
-    private func serve(_ fd: Int32) {
-        defer { close(fd) }
+    /// Reads request lines until the peer closes (its own thread); nil stands for an unreadable line.
+    private static func readRequests(_ fd: Int32, into requests: AsyncStream<AdminMessage?>.Continuation) {
         var reader = LineReader(fd: fd)
         while let line = reader.next() {
-            guard let request = try? JSONDecoder().decode(AdminMessage.self, from: Data(line)), let command = request.command
-            else {
+            requests.yield(try? JSONDecoder().decode(AdminMessage.self, from: Data(line)))
+        }
+        requests.finish()
+    }
+
+    /// Answers a connection's requests in order, then closes it.
+    private func answer(_ fd: Int32, _ requests: AsyncStream<AdminMessage?>) async {
+        defer {
+            close(fd)  // the reader thread has finished the stream, so it no longer reads this descriptor
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.connections.remove(fd)
+                guard state.connections.isEmpty else { return nil }
+                defer { state.connectionsWaiter = nil }
+                return state.connectionsWaiter
+            }
+            waiter?.resume()
+        }
+        var writable = true
+        for await request in requests where writable {
+            guard let request, let command = request.command else {
                 _ = writeAll(fd, AdminMessage(ok: false, code: AdminError.badMessage, error: "expected {\"command\":...}").line())
                 continue
             }
@@ -306,29 +368,22 @@ public final class AdminSocketServer: Sendable {
             let progress = AdminProgress { value in
                 writeLock.withLock { _ in _ = writeAll(fd, AdminMessage(progress: value).line()) }
             }
-            let done = DispatchSemaphore(value: 0)
-            let reply = Locked<AdminMessage?>(nil)
-            let handlers = handlers
-            let arguments = request.arguments ?? [:]
-            let logger = logger
-            Task {
-                let message: AdminMessage
-                do {
-                    let result = try await handlers.invoke(command, arguments: arguments, progress: progress)
-                    message = AdminMessage(ok: true, result: result)
-                } catch let error as any CodedError {
-                    message = AdminMessage(ok: false, code: "\(error.code)", error: error.message)
-                } catch {
-                    message = AdminMessage(ok: false, code: "internal", error: "the command failed")
-                    logger.error("admin command failed", ["command": .string(command), "error": .string("\(error)")])
-                }
-                reply.withLock { $0 = message }
-                done.signal()
+            let message: AdminMessage
+            do {
+                let result = try await handlers.invoke(command, arguments: request.arguments ?? [:], progress: progress)
+                message = AdminMessage(ok: true, result: result)
+            } catch let error as any CodedError {
+                message = AdminMessage(ok: false, code: "\(error.code)", error: error.message)
+            } catch {
+                message = AdminMessage(ok: false, code: "internal", error: "the command failed")
+                logger.error("admin command failed", ["command": .string(command), "error": .string("\(error)")])
             }
-            done.wait()
-            let message = reply.withLock { $0 }!
             logger.info("admin command", ["command": .string(command), "ok": .bool(message.ok == true)])
-            guard writeLock.withLock({ _ in writeAll(fd, message.line()) }) else { return }
+            if !writeLock.withLock({ _ in writeAll(fd, message.line()) }) {
+                // The peer went away: stop reading too; the loop drains what the reader already queued.
+                writable = false
+                shutdown(fd, Int32(SHUT_RDWR))
+            }
         }
     }
 }

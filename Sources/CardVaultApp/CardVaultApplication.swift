@@ -1,4 +1,5 @@
 public import Configuration
+import MangopayAPI
 public import HTTPServer
 public import VaultCore
 
@@ -26,7 +27,8 @@ public struct CardVaultApplication: Sendable {
 
     /// Every route: health and metrics, then each group in order.
     public func makeRouter() -> Router {
-        var router = Router()
+        // The HTTP layer's own errors are worded in the Mangopay dialect on every path (as the API always has).
+        var router = Router(errorDialect: .mangopay)
         let groups: [any RouteGroup] = [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
         for group in groups {
             group.register(on: &router)

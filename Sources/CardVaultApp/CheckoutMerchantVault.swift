@@ -17,7 +17,7 @@ public struct CheckoutMerchantVault: CheckoutCardVault {
         self.services = services
     }
 
-    static let shoppers = "checkout-shoppers"
+    static let shoppers = Collections.checkoutShoppers
 
     public func tokenize(
         clientId: String, shopperReference: String, currency: Currency, card: CheckoutCardInput,

@@ -1,5 +1,4 @@
 public import Configuration
-import Dispatch
 import Foundation
 public import HTTPServer
 import MangopayAPI
@@ -29,7 +28,7 @@ public enum MerchantAssembly {
         } ?? RiskPolicy()
         return MerchantServices(
             environment: PaymentsEnvironment(
-                store: store, clock: clock, fingerprintKeys: fingerprintKeys,
+                store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: fingerprintKeys,
                 configuration: PaymentsConfiguration(
                     publicBaseURL: configuration.publicURL,
                     accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
@@ -48,9 +47,8 @@ public enum MerchantAssembly {
     public static func routes(
         configuration: CardVaultConfiguration, services: MerchantServices,
         announce: @escaping @Sendable (String) -> Void
-    ) throws -> [any RouteGroup] {
-        try blocking {
-            guard try await services.clients.all().isEmpty else { return }
+    ) async throws -> [any RouteGroup] {
+        if try await services.clients.all().isEmpty {
             let credentials = try await services.clients.create(name: developmentClientName)
             announce(
                 "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
@@ -63,24 +61,4 @@ public enum MerchantAssembly {
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ]
     }
-
-    /// Runs `body` to completion from synchronous start-up code.
-    static func blocking(_ body: @escaping @Sendable () async throws -> Void) throws {
-        let outcome = BlockingOutcome()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            do { try await body() } catch { outcome.set(error) }
-            done.signal()
-        }
-        done.wait()
-        if let error = outcome.error { throw error }
-    }
-}
-
-/// Carries an error out of a task to the thread that waits for it.
-private final class BlockingOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: (any Error)?
-    var error: (any Error)? { lock.withLock { stored } }
-    func set(_ error: any Error) { lock.withLock { stored = error } }
 }

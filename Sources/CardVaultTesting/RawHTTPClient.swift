@@ -64,6 +64,20 @@ public final class RawHTTPClient {
 
     deinit { close(fd) }
 
+    /// One request on a fresh connection (`Connection: close`, a `Content-Length` for any body or method but
+    /// GET), and its response. Blocking: call it from a thread of its own (``blocking(_:)``) in async tests.
+    public static func request(
+        port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: String = "",
+        timeoutSeconds: Int = 5
+    ) throws -> RawResponse {
+        let client = try RawHTTPClient(port: port, timeoutSeconds: timeoutSeconds)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method != "GET" { head += "Content-Length: \(body.utf8.count)\r\n" }
+        client.send(head + "\r\n" + body)
+        return try client.readResponse()
+    }
+
     /// Writes `bytes` (ignoring a peer that closed early).
     public func send(_ bytes: [UInt8]) {
         var offset = 0

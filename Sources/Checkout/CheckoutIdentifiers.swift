@@ -1,4 +1,4 @@
-import VaultCrypto
+import VaultCore
 
 /// Random identifiers of the hosted checkout: transaction, pairing and address ids, and page secrets.
 enum CheckoutIdentifiers {
@@ -7,13 +7,13 @@ enum CheckoutIdentifiers {
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
 
     /// `prefix` + 26 lower-case base-32 characters (130 random bits).
-    static func make(_ prefix: String, random: RandomPool) -> String {
+    static func make(_ prefix: String, random: any RandomSource) -> String {
         let bytes = random.bytes(count: 26)
         return prefix + String(decoding: bytes.map { base32[Int($0 & 31)] }, as: UTF8.self)
     }
 
     /// `count` characters of A–Z, a–z, 0–9, drawn without modulo bias.
-    static func secret(count: Int, random: RandomPool) -> String {
+    static func secret(count: Int, random: any RandomSource) -> String {
         var result = [UInt8]()
         result.reserveCapacity(count)
         while result.count < count {

@@ -130,24 +130,19 @@ extension CheckoutService {
             at: Int64((clock.now.timeIntervalSince1970 * 1000).rounded(.down)), outcome: outcome, operation: operation)
         let id = Self.scoped(session.clientId, session.transactionId)
         // One record per transaction holds its reads in order; concurrent reads retry on the version.
-        for _ in 0..<8 {
+        return try await retryingOnConflict(attempts: 8, exhausted: CheckoutError(.unavailable, "The audit could not be written; retry")) {
             let existing = try await read([PaymentDataAccess].self, Collection.audit, id: id)
-            do {
-                try await store.put(
-                    Collection.audit, id: id, value: try Self.encode((existing?.value ?? []) + [access]),
-                    condition: existing.map { .version($0.version) } ?? .absent)
-                logger.notice(
-                    "payment data read",
-                    [
-                        "clientId": .string(session.clientId), "transactionId": .string(session.transactionId),
-                        "outcome": .string(outcome.rawValue), "operation": .string(operation),
-                    ])
-                return
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            try await store.put(
+                Collection.audit, id: id, value: try Self.encode((existing?.value ?? []) + [access]),
+                condition: existing.map { .version($0.version) } ?? .absent)
+            logger.notice(
+                "payment data read",
+                [
+                    "clientId": .string(session.clientId), "transactionId": .string(session.transactionId),
+                    "outcome": .string(outcome.rawValue), "operation": .string(operation),
+                ])
+            return
         }
-        throw CheckoutError(.unavailable, "The audit could not be written; retry")
     }
 
     func transactionSession(clientId: String, transactionId: String) async throws -> CheckoutSession? {

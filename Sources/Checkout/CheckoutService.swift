@@ -37,7 +37,7 @@ public struct CheckoutConfiguration: Sendable, Equatable {
 public struct CheckoutService: Sendable {
     let store: any RecordStore
     let clock: any WallClock
-    let random: RandomPool
+    let random: any RandomSource
     let logger: Logger
     let configuration: CheckoutConfiguration
     let cryptograms: MasterpassCryptograms
@@ -45,7 +45,7 @@ public struct CheckoutService: Sendable {
     let authenticator: any CheckoutAuthenticator
 
     public init(
-        store: any RecordStore, clock: any WallClock, random: RandomPool = .shared, logger: Logger = .disabled,
+        store: any RecordStore, clock: any WallClock, random: any RandomSource, logger: Logger = .disabled,
         configuration: CheckoutConfiguration = CheckoutConfiguration(), cryptogramKey: SymmetricKey,
         vault: any CheckoutCardVault, authenticator: any CheckoutAuthenticator
     ) {
@@ -60,14 +60,14 @@ public struct CheckoutService: Sendable {
     }
 
     enum Collection {
-        static let registrations = "checkout-registrations"
-        static let merchants = "checkout-merchants"
-        static let sessions = "checkout-sessions"
-        static let transactions = "checkout-transactions"
-        static let wallets = "checkout-wallets"
-        static let pairingTransactions = "checkout-pairing-transactions"
-        static let pairings = "checkout-pairings"
-        static let audit = "checkout-audit"
+        static let registrations = Collections.checkoutRegistrations
+        static let merchants = Collections.checkoutMerchants
+        static let sessions = Collections.checkoutSessions
+        static let transactions = Collections.checkoutTransactions
+        static let wallets = Collections.checkoutWallets
+        static let pairingTransactions = Collections.checkoutPairingTransactions
+        static let pairings = Collections.checkoutPairings
+        static let audit = Collections.checkoutAudit
     }
 
     var nowSeconds: Int64 { Int64(clock.now.timeIntervalSince1970.rounded(.down)) }

@@ -1,5 +1,6 @@
 public import CardKit
 import Foundation
+public import VaultCore
 public import VaultCrypto
 
 /// The fields a sandbox cryptogram is computed over. The card number is not one of them: the cryptogram binds the
@@ -91,7 +92,7 @@ public struct MasterpassCryptograms: Sendable {
     }
 
     /// A fresh EMV unpredictable number: 4 random bytes, base64 (8 characters).
-    public static func unpredictableNumber(random: RandomPool) -> String {
+    public static func unpredictableNumber(random: any RandomSource) -> String {
         Data(random.bytes(count: 4)).base64EncodedString()
     }
 

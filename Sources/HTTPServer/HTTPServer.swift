@@ -1,7 +1,6 @@
 import Synchronization
 import CMicroHTTPD
 import CHTTPShims
-import Dispatch
 import Foundation
 public import VaultCore
 
@@ -43,8 +42,8 @@ public struct ServerError: CodedError, Equatable {
 /// the concurrency pool costs about 25 µs per request, so cheap routes that never wait (health,
 /// metrics) use ``Router/addImmediate(_:_:handler:)`` and run on the event-loop thread (25 µs).
 ///
-/// Use ``run(onStarted:)`` in a daemon (it returns after SIGTERM/SIGINT once in-flight requests are
-/// answered), or ``start()`` and ``shutdown()`` in tests.
+/// Run it as an ``HTTPService`` in a daemon's ``ServiceGroup`` (it returns once in-flight requests are answered
+/// after the group is shut down), or call ``start()`` and ``shutdown()`` directly in tests.
 public final class HTTPServer: Sendable {
     public let configuration: ServerConfiguration
     let core: ServerCore
@@ -107,89 +106,34 @@ public final class HTTPServer: Sendable {
         }
         daemon.stop()
     }
-
-    /// Starts, calls `onStarted` with the bound port, serves until SIGTERM or SIGINT, then shuts
-    /// down gracefully and returns.
-    public func run(onStarted: @Sendable (Int) -> Void = { _ in }) async throws(ServerError) {
-        // Listen for the signals before announcing the port, so none can slip in between.
-        let signals = ShutdownSignal(catching: [SIGTERM, SIGINT])
-        defer { signals.cancel() }
-        try start()
-        onStarted(port)
-        let signal = await signals.next()
-        core.logger.notice("shutting down", ["signal": .int(Int(signal))])
-        await shutdown()
-        core.logger.notice("stopped")
-    }
 }
 
-/// Catches termination signals with Dispatch signal sources (their default action is turned off
-/// while it exists) and hands the first one to whoever waits.
-///
-/// `init` returns only once every source is registered: libdispatch installs its signal handler
-/// asynchronously after `resume()`, and until then the signal is ignored (SIG_IGN), so a SIGTERM sent
-/// right after "serving on" was lost about once in five starts and the daemon never stopped.
-final class ShutdownSignal: Sendable {
-    private struct State {
-        var received: Int32?
-        var waiter: CheckedContinuation<Int32, Never>?
+/// The server as a ``Service``: binds, reports the bound port, serves until its task is cancelled (the
+/// application's ``ServiceGroup`` does that on SIGTERM or SIGINT), then drains in-flight requests and returns.
+/// Signals are the application's, never the server's.
+public struct HTTPService: Service {
+    public let name = "http"
+    public let server: HTTPServer
+    private let onStarted: @Sendable (Int) -> Void
+
+    /// - Parameter onStarted: called with the bound port once the server accepts connections.
+    public init(server: HTTPServer, onStarted: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.server = server
+        self.onStarted = onStarted
     }
 
-    private final class Shared: Sendable {
-        let state = Locked(State())
-    }
-
-    private let shared = Shared()
-    private let sources: [SignalSourceBox]
-
-    init(catching signals: [Int32]) {
-        let queue = DispatchQueue(label: "cardvault.signals")
-        var boxes: [SignalSourceBox] = []
-        let shared = self.shared
-        for number in signals {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let waiter = shared.state.withLock { state -> CheckedContinuation<Int32, Never>? in
-                    if state.received == nil { state.received = number }
-                    let waiter = state.waiter
-                    state.waiter = nil
-                    return waiter
-                }
-                waiter?.resume(returning: number)
-            }
-            let registered = DispatchSemaphore(value: 0)
-            source.setRegistrationHandler { registered.signal() }
-            source.resume()
-            registered.wait()
-            boxes.append(SignalSourceBox(source: source))
-        }
-        sources = boxes
-    }
-
-    /// The first signal caught (at once if one already was).
-    func next() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let received = shared.state.withLock { state -> Int32? in
-                if let received = state.received { return received }
-                state.waiter = continuation
-                return nil
-            }
-            if let received { continuation.resume(returning: received) }
-        }
-    }
-
-    /// Stops catching (the signals stay ignored; the process is shutting down).
-    func cancel() {
-        for box in sources { box.source.cancel() }
-    }
-
-    private struct SignalSourceBox: @unchecked Sendable {
-        let source: any DispatchSourceSignal
+    public func run() async throws {
+        try server.start()
+        onStarted(server.port)
+        await untilCancelled()
+        server.core.logger.notice("draining HTTP connections")
+        await server.shutdown()
     }
 }
 
 /// A started libmicrohttpd daemon and the C memory it reads while it runs.
+/// Unchecked Sendable: it owns C memory (the daemon handle, its settings, address and strings) that libmicrohttpd
+/// reads on its own threads; Swift starts, quiesces and stops it only under ``HTTPServer``'s `running` lock.
 final class RunningDaemon: @unchecked Sendable {
     let pointer: OpaquePointer
     let port: Int

@@ -53,10 +53,14 @@ public struct Router: Sendable {
     }
 
     public private(set) var routes: [Route] = []
+    /// How the HTTP layer's own errors (unknown path, wrong method, limits, unexpected failures) are worded.
+    public var errorDialect: HTTPErrorDialect = .plain
     private var literalPaths: [String: PatternGroup] = [:]
     private var parameterized: [PatternGroup] = []
 
-    public init() {}
+    public init(errorDialect: HTTPErrorDialect = .plain) {
+        self.errorDialect = errorDialect
+    }
 
     /// Registers `handler` for `method` on `pattern`.
     ///
@@ -156,14 +160,14 @@ public struct Router: Sendable {
                 case .immediate(let handler): response = try handler(request)
                 }
             } catch {
-                response = ErrorResponder.response(for: error, request: request)
+                response = ErrorResponder.response(for: error, request: request, dialect: errorDialect)
             }
         case .methodNotAllowed(let allowed):
-            response = HTTPError.methodNotAllowed(allowed: allowed).makeResponse()
+            response = errorDialect.response(for: .methodNotAllowed(allowed: allowed))
         case .notFound:
-            response = HTTPError.notFound.makeResponse()
+            response = errorDialect.response(for: .notFound)
         case .malformed(let error):
-            response = error.makeResponse()
+            response = errorDialect.response(for: error)
         }
         response.headers.set(RequestIDs.headerName, request.requestID)
         return response
@@ -173,10 +177,14 @@ public struct Router: Sendable {
 /// The one place errors become responses.
 public enum ErrorResponder {
     /// The response for `error` thrown while handling `request`: its own if it is an
-    /// ``HTTPResponseError``, otherwise a bare 500 whose details go to the log only.
-    public static func response(for error: any Error, request: Request) -> Response {
+    /// ``HTTPResponseError``, `dialect`'s wording of an ``HTTPError``, otherwise a bare 500 (in `dialect`) whose
+    /// details go to the log only.
+    public static func response(for error: any Error, request: Request, dialect: HTTPErrorDialect) -> Response {
         if let known = error as? any HTTPResponseError {
             return known.makeResponse()
+        }
+        if let http = error as? HTTPError {
+            return dialect.response(for: http)
         }
         request.logger.error(
             "unexpected error",
@@ -186,6 +194,6 @@ public enum ErrorResponder {
                 "error": .string(LogScrubber.maskDigitRuns(String(describing: error))),
             ]
         )
-        return HTTPError.internalError.makeResponse()
+        return dialect.response(for: .internalError)
     }
 }

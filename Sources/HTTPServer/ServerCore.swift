@@ -228,7 +228,7 @@ final class ServerCore: Sendable {
     /// any, is never read).
     private func refuse(_ error: HTTPError, _ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
         context.closeAfter = true
-        return queue(error.makeResponse(), context, connection)
+        return queue(router.errorDialect.response(for: error), context, connection)
     }
 
     /// A piece of the body. Past the limit (a chunked body that grows too long) the rest is counted
@@ -252,12 +252,12 @@ final class ServerCore: Sendable {
     private func requestReceived(_ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
         if context.bodyTooLarge {
             context.closeAfter = true
-            return queue(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).makeResponse(), context, connection)
+            return queue(router.errorDialect.response(for: .payloadTooLarge(limit: configuration.maxBodyBytes)), context, connection)
         }
         if let refusal = context.refusal {
-            return queue(refusal.makeResponse(), context, connection)
+            return queue(router.errorDialect.response(for: refusal), context, connection)
         }
-        guard let route = context.route else { return queue(HTTPError.notFound.makeResponse(), context, connection) }
+        guard let route = context.route else { return queue(router.errorDialect.response(for: .notFound), context, connection) }
         let request = makeRequest(context, connection, route)
         switch route.body {
         case .immediate(let handler):
@@ -265,26 +265,31 @@ final class ServerCore: Sendable {
             do {
                 response = try handler(request)
             } catch {
-                response = ErrorResponder.response(for: error, request: request)
+                response = ErrorResponder.response(for: error, request: request, dialect: router.errorDialect)
             }
             return queue(response, context, connection)
         case .async(let handler):
             switch configuration.threadingMode {
             case .threadPerConnection:
-                let done = DispatchSemaphore(value: 0)
-                let task = Task { () -> Response in
-                    defer { done.signal() }
-                    return await Self.invoke(handler, request)
+                // This thread is libmicrohttpd's own (one per connection), never one of the concurrency pool, and
+                // libmicrohttpd cannot suspend a connection in this mode: it waits for the handler's answer. The
+                // daemon never runs this mode (it is not configurable); tests and benchmarks compare it.
+                let answered = DispatchSemaphore(value: 0)
+                let answer = Locked<Response?>(nil)
+                Task {
+                    let response = await Self.invoke(handler, request, router.errorDialect)
+                    answer.withLock { $0 = response }
+                    answered.signal()
                 }
-                done.wait()
-                return queue(Self.result(of: task), context, connection)
+                answered.wait()
+                return queue(answer.withLock { $0 } ?? router.errorDialect.response(for: .internalError), context, connection)
             case .eventLoop:
                 MHD_suspend_connection(connection)
                 context.phase = .waiting
                 suspended.add(1, ordering: .relaxed)
                 let suspendedConnection = SuspendedConnection(pointer: connection)
                 Task {
-                    context.pendingResponse = await Self.invoke(handler, request)
+                    context.pendingResponse = await Self.invoke(handler, request, router.errorDialect)
                     self.suspended.subtract(1, ordering: .releasing)
                     MHD_resume_connection(suspendedConnection.pointer)
                 }
@@ -293,24 +298,12 @@ final class ServerCore: Sendable {
         }
     }
 
-    private static func invoke(_ handler: Handler, _ request: Request) async -> Response {
+    private static func invoke(_ handler: Handler, _ request: Request, _ dialect: HTTPErrorDialect) async -> Response {
         do {
             return try await handler(request)
         } catch {
-            return ErrorResponder.response(for: error, request: request)
+            return ErrorResponder.response(for: error, request: request, dialect: dialect)
         }
-    }
-
-    /// The value of a task known to have finished (thread-per-connection mode).
-    private static func result(of task: Task<Response, Never>) -> Response {
-        let box = ResponseBox()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            box.response = await task.value
-            done.signal()
-        }
-        done.wait()
-        return box.response ?? HTTPError.internalError.makeResponse()
     }
 
     private func makeRequest(_ context: RequestContext, _ connection: OpaquePointer, _ route: Router.Route) -> Request {
@@ -348,7 +341,7 @@ final class ServerCore: Sendable {
                     "headBytes": .int(headBytes),
                 ]
             )
-            response = HTTPError.internalError.makeResponse()
+            response = router.errorDialect.response(for: .internalError)
         }
         context.phase = .answered
         context.status = response.status.code
@@ -415,18 +408,17 @@ final class ServerCore: Sendable {
 }
 
 /// A suspended connection handed to the task that will resume it.
+/// Unchecked Sendable: a libmicrohttpd connection pointer handed to the one task that resumes it, once.
 struct SuspendedConnection: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
 /// Carries a finished task's response back to a blocked thread.
-final class ResponseBox: @unchecked Sendable {
-    var response: Response?
-}
-
 /// Per-request state kept between libmicrohttpd's callbacks. It is touched by one connection's
 /// thread at a time; while a handler task runs, the connection is suspended and only the task
 /// writes `pendingResponse`, which the resumed callback then reads.
+/// Unchecked Sendable: the one-thread-at-a-time rule above is libmicrohttpd's guarantee (callbacks of a connection
+/// never overlap, a suspended connection gets none), which the compiler cannot see.
 final class RequestContext: @unchecked Sendable {
     enum Phase {
         case new, receiving, waiting, answered

@@ -1,4 +1,4 @@
-import HTTPServer
+public import HTTPServer
 import Payments
 import VaultCore
 
@@ -43,6 +43,22 @@ enum MangopayErrorResponse {
         return response
     }
 
+    /// `Type` of the HTTP layer's own errors, in the real API's spelling.
+    static func type(for code: HTTPError.Code) -> String {
+        switch code {
+        case .notFound: "ressource_not_found"
+        case .badRequest: "param_error"
+        default: code.rawValue
+        }
+    }
+
+    /// The HTTP layer's own errors (unknown path, wrong method, limits, the 500 of an unexpected error) as
+    /// `{"Message":…,"Type":…}`.
+    static func httpError(_ error: HTTPError) -> Response {
+        let json = MangopayJSON.object([("Message", .string(error.message)), ("Type", .string(type(for: error.code)))])
+        return MangopayResponse.json(json, status: error.status)
+    }
+
     /// When a client may retry after a 503.
     static let retryAfterSeconds = Response.unavailableRetryAfterSeconds
 
@@ -71,4 +87,10 @@ enum MangopayResponse {
         response.headers.set("X-Number-Of-Items", String(page.totalItems))
         return response
     }
+}
+
+extension HTTPErrorDialect {
+    /// The Mangopay dialect of the HTTP layer's errors (``MangopayErrorResponse``); the daemon's router uses it for
+    /// every path.
+    public static let mangopay = HTTPErrorDialect { MangopayErrorResponse.httpError($0) }
 }

@@ -133,14 +133,15 @@ struct MangopayHandlers: Sendable {
         }
         if let error = error as? HTTPError, error.status.code < 500 {
             return MangopayErrorResponse.body(
-                status: error.status, type: error.code.rawValue, message: error.message, errors: nil, request: request,
+                status: error.status, type: MangopayErrorResponse.type(for: error.code), message: error.message,
+                errors: nil, request: request,
                 now: now)
         }
         return unexpected(error, request)
     }
 
     private func unexpected(_ error: any Error, _ request: Request) -> Response {
-        ErrorResponder.response(for: error, request: request)
+        ErrorResponder.response(for: error, request: request, dialect: .mangopay)
     }
 
     // MARK: Reading requests

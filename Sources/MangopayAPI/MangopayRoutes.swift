@@ -152,7 +152,7 @@ public struct MangopayRoutes: RouteGroup {
 
         let document = openAPIDocument
         router.get("/openapi.yaml") { _ in
-            guard let document else { return HTTPError.notFound.makeResponse() }
+            guard let document else { return HTTPErrorDialect.mangopay.response(for: .notFound) }
             return Response(status: .ok, headers: ["Content-Type": "application/yaml; charset=utf-8"], body: document)
         }
     }

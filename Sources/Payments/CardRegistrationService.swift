@@ -116,7 +116,7 @@ public struct CardRegistrationService: Sendable {
         let configuration = environment.configuration
         let address = signals.ipAddress ?? ""
         if case .limited(let seconds) = rateLimiter.take(address) { return .rateLimited(retryAfter: seconds) }
-        for _ in 0..<5 {
+        return try await retryingOnConflict(attempts: 5, fallback: .failure(.accessDenied)) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 return .failure(.accessDenied)
             }
@@ -139,22 +139,14 @@ public struct CardRegistrationService: Sendable {
                 case .failure(let code):
                     failure = code
                 case .success(let card):
-                    do {
-                        return try await accept(card, form: form, registration: registration, version: version,
-                            signals: signals, now: now)
-                    } catch let error as StoreError where error.code == .conflict {
-                        continue
-                    }
+                    return try await accept(card, form: form, registration: registration, version: version,
+                        signals: signals, now: now)
                 }
             }
             guard countsAsFailure else { return .failure(failure) }
             var updated = registration
             updated.failedAttempts += 1
-            do {
-                try await write(updated, version: version)
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            try await write(updated, version: version)
             if updated.isLocked(configuration) {
                 environment.logger.warning(
                     "card registration locked after failed tokenization attempts",
@@ -162,7 +154,6 @@ public struct CardRegistrationService: Sendable {
             }
             return .failure(failure)
         }
-        return .failure(.accessDenied)
     }
 
     /// A card that passed validation: its number and everything derived from it.
@@ -271,7 +262,7 @@ public struct CardRegistrationService: Sendable {
         rules.length(cardHolderName, "CardHolderName")
         rules.length(tag, "Tag")
         try rules.check()
-        for _ in 0..<5 {
+        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The card registration is being changed by another request; retry")) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)
             }
@@ -282,12 +273,8 @@ public struct CardRegistrationService: Sendable {
             if let tag { updated.tag = tag }
             guard let registrationData else {
                 if updated == registration { return registration }
-                do {
-                    try await write(updated, version: version)
-                    return updated
-                } catch let error as StoreError where error.code == .conflict {
-                    continue
-                }
+                try await write(updated, version: version)
+                return updated
             }
             let now = environment.nowSeconds
             var writes: [RecordWrite] = []
@@ -331,14 +318,9 @@ public struct CardRegistrationService: Sendable {
             writes.insert(
                 .put(collection: Collections.registrations, id: Identifier.scoped(clientId, id),
                     value: try RecordCoding.encode(updated), condition: .version(version)), at: 0)
-            do {
-                try await mapStoreErrors { try await environment.store.commit(writes) }
-                return updated
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            try await mapStoreErrors { try await environment.store.commit(writes) }
+            return updated
         }
-        throw PaymentsError(.unavailable, "The card registration is being changed by another request; retry")
     }
 }
 

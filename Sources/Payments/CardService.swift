@@ -32,7 +32,7 @@ public struct CardService: Sendable {
     /// Applies `Active`: false deactivates the card for good (and drops any held security code); true on an
     /// active card changes nothing; true on a deactivated card is refused.
     public func update(clientId: String, id: String, active: Bool?) async throws -> Card {
-        for _ in 0..<5 {
+        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The card is being changed by another request; retry")) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Card", id: id)
             }
@@ -44,20 +44,15 @@ public struct CardService: Sendable {
                 throw PaymentsError.invalid("Active", "A deactivated card cannot be activated again.")
             }
             card.active = false
-            do {
-                try await mapStoreErrors {
-                    try await environment.store.put(
-                        Collections.cards, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(card),
-                        condition: .version(version))
-                }
-                securityCodes.discard(clientId: clientId, cardId: id)
-                environment.logger.info("card deactivated", ["clientId": .string(clientId), "cardId": .string(id)])
-                return card
-            } catch let error as StoreError where error.code == .conflict {
-                continue
+            try await mapStoreErrors {
+                try await environment.store.put(
+                    Collections.cards, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(card),
+                    condition: .version(version))
             }
+            securityCodes.discard(clientId: clientId, cardId: id)
+            environment.logger.info("card deactivated", ["clientId": .string(clientId), "cardId": .string(id)])
+            return card
         }
-        throw PaymentsError(.unavailable, "The card is being changed by another request; retry")
     }
 
     /// The cards of user `userId`.

@@ -74,7 +74,7 @@ public struct IdempotencyLedger: Sendable {
         let id = Identifier.scoped(clientId, key)
         let now = environment.nowSeconds
         let entry = Entry(requestDigest: digest, createdAt: now, response: nil)
-        for _ in 0..<3 {
+        return try await retryingOnConflict(attempts: 3, exhausted: Self.conflict) {
             if let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
                 let existing = found.value
                 let version = found.version
@@ -84,33 +84,24 @@ public struct IdempotencyLedger: Sendable {
                 // out into "not started".
                 let stalled = existing.response == nil && age >= environment.configuration.idempotencyInProgressTimeout
                 if expired || stalled {
-                    do {
-                        try await mapStoreErrors {
-                            try await environment.store.put(
-                                Collections.idempotency, id: id, value: try RecordCoding.encode(entry),
-                                condition: .version(version))
-                        }
-                        return .proceed
-                    } catch let error as StoreError where error.code == .conflict {
-                        continue
+                    try await mapStoreErrors {
+                        try await environment.store.put(
+                            Collections.idempotency, id: id, value: try RecordCoding.encode(entry),
+                            condition: .version(version))
                     }
+                    return .proceed
                 }
                 guard ConstantTime.equals(existing.requestDigest, digest), let response = existing.response else {
                     throw Self.conflict
                 }
                 return .replay(response)
             }
-            do {
-                try await mapStoreErrors {
-                    try await environment.store.put(
-                        Collections.idempotency, id: id, value: try RecordCoding.encode(entry), condition: .absent)
-                }
-                return .proceed
-            } catch let error as StoreError where error.code == .conflict {
-                continue
+            try await mapStoreErrors {
+                try await environment.store.put(
+                    Collections.idempotency, id: id, value: try RecordCoding.encode(entry), condition: .absent)
             }
+            return .proceed
         }
-        throw Self.conflict
     }
 
     /// Stores the response of the request that reserved `key`.

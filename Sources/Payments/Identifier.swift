@@ -1,4 +1,4 @@
-public import VaultCrypto
+public import VaultCore
 
 /// Resource identifiers and random secrets, and the composite record ids that keep one client's records apart
 /// from another's in the store.
@@ -7,7 +7,7 @@ public enum Identifier {
     private static let alphanumerics: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
 
     /// A new resource id: `prefix` + 26 lowercase base-32 characters (130 random bits), e.g. `card_4x…`.
-    public static func make(_ prefix: String, random: RandomPool) -> String {
+    public static func make(_ prefix: String, random: any RandomSource) -> String {
         var bytes = random.bytes(count: 26)
         defer { bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         let suffix = String(unsafeUninitializedCapacity: 26) { out in
@@ -18,7 +18,7 @@ public enum Identifier {
     }
 
     /// A random secret of `count` characters from A–Z, a–z and 0–9 (about 5.95 bits each), drawn without bias.
-    public static func secret(count: Int, random: RandomPool) -> String {
+    public static func secret(count: Int, random: any RandomSource) -> String {
         var result = [UInt8]()
         result.reserveCapacity(count)
         while result.count < count {

@@ -10,9 +10,9 @@ struct PayInRiskHistory: Sendable {
     let environment: PaymentsEnvironment
     let policy: RiskPolicy
 
-    static let attempts = "risk-attempts"
-    static let failures = "risk-failures"
-    static let successes = "risk-successes"
+    static let attempts = Collections.riskAttempts
+    static let failures = Collections.riskFailures
+    static let successes = Collections.riskSuccesses
     /// Most entries counted per dimension; more than this all look alike to the rules.
     static let countLimit = 1000
 

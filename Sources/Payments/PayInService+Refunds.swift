@@ -37,7 +37,7 @@ extension PayInService {
         rules.amount(request.debitedFunds?.amount, "DebitedFunds.Amount")
         rules.amount(request.fees?.amount, "Fees.Amount")
         try rules.check()
-        for _ in 0..<10 {
+        return try await retryingOnConflict(attempts: 10, exhausted: PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")) {
             guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)
             }
@@ -108,16 +108,11 @@ extension PayInService {
                          value: try RecordCoding.encode(debitedWallet), condition: .version(walletVersion)),
                 ]
             }
-            do {
-                try await mapStoreErrors { try await environment.store.commit(writes) }
-                environment.logger.info(
-                    "refund", ["clientId": .string(clientId), "refundId": .string(refund.id), "status": .string(refund.status)])
-                return refund
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            try await mapStoreErrors { try await environment.store.commit(writes) }
+            environment.logger.info(
+                "refund", ["clientId": .string(clientId), "refundId": .string(refund.id), "status": .string(refund.status)])
+            return refund
         }
-        throw PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")
     }
 
     /// The value of a checked operation, or a parameter error naming `field` when it overflowed.

@@ -35,13 +35,13 @@ public struct PayInService: Sendable {
     public let sandbox: SandboxBehaviour
     public let riskEngine: RiskEngine
 
-    static let payIns = "payins"
-    static let validations = "card-validations"
-    static let refunds = "refunds"
-    static let byCard = "transactions-by-card"
-    static let refundsByPayIn = "refunds-by-payin"
-    static let awaiting = "challenges-awaiting"
-    static let assessments = "profiling-assessments"
+    static let payIns = Collections.payIns
+    static let validations = Collections.validations
+    static let refunds = Collections.refunds
+    static let byCard = Collections.transactionsByCard
+    static let refundsByPayIn = Collections.refundsByPayIn
+    static let awaiting = Collections.challengesAwaiting
+    static let assessments = Collections.profilingAssessments
 
     public init(
         environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, sandbox: SandboxBehaviour = SandboxBehaviour(),
@@ -429,7 +429,9 @@ public struct PayInService: Sendable {
     private func transition(clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event)
         async throws -> PayIn
     {
-        for _ in 0..<10 {
+        return try await retryingOnConflict(
+            attempts: 10, exhausted: PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
                 throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
             }
@@ -443,19 +445,14 @@ public struct PayInService: Sendable {
                 throw PaymentsError(.invalidState, "The transaction cannot take this step now")
             }
             guard case .transitioned(let actions) = outcome else { return stored }
-            do {
-                payIn = try await apply(actions, to: payIn, previousVersion: version,
-                    extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
-                environment.logger.info(
-                    "transaction completed",
-                    ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
-                     "resultCode": .string(payIn.result?.code ?? "")])
-                return payIn
-            } catch let error as StoreError where error.code == .conflict {
-                continue
-            }
+            payIn = try await apply(actions, to: payIn, previousVersion: version,
+                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+            environment.logger.info(
+                "transaction completed",
+                ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
+                 "resultCode": .string(payIn.result?.code ?? "")])
+            return payIn
         }
-        throw PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
     }
 
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
@@ -470,7 +467,11 @@ public struct PayInService: Sendable {
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
         let keys = PayInRiskHistory.Keys(
             fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId)
-        for _ in 0..<10 {
+        // A conflict on the wallet or the card reads them again (the helper's retry); one on the transaction itself
+        // goes to the caller, which must re-run the state machine on the new state.
+        let written = try await retryingOnConflict(
+            attempts: 10, exhausted: PaymentsError(.unavailable, "Too many concurrent changes; retry")
+        ) { () async throws -> Result<PayIn, StoreError> in
             var writes: [RecordWrite] = [
                 .put(collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
                      value: try RecordCoding.encode(payIn),
@@ -511,18 +512,17 @@ public struct PayInService: Sendable {
             }
             do {
                 try await mapStoreErrors { try await environment.store.commit(writes) }
-                if actions.contains(.wipeSecurityCode) {
-                    securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
-                }
-                return payIn
             } catch let error as StoreError where error.code == .conflict {
-                // The wallet or card moved under us: read them again. If the transaction itself moved,
-                // the caller must re-run the state machine on the new state.
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
-                if current?.version != previousVersion { throw error }
+                if current?.version != previousVersion { return .failure(error) }
+                throw error
             }
+            if actions.contains(.wipeSecurityCode) {
+                securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
+            }
+            return .success(payIn)
         }
-        throw PaymentsError(.unavailable, "Too many concurrent changes; retry")
+        return try written.get()
     }
 }

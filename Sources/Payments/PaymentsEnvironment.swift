@@ -8,7 +8,7 @@ public import VaultStore
 public struct PaymentsEnvironment: Sendable {
     public var store: any RecordStore
     public var clock: any WallClock
-    public var random: RandomPool
+    public var random: any RandomSource
     public var fingerprintKeys: any FingerprintKeySource
     public var configuration: PaymentsConfiguration
     public var logger: Logger
@@ -16,9 +16,9 @@ public struct PaymentsEnvironment: Sendable {
     public init(
         store: any RecordStore,
         clock: any WallClock,
+        random: any RandomSource,
         fingerprintKeys: any FingerprintKeySource,
         configuration: PaymentsConfiguration = PaymentsConfiguration(),
-        random: RandomPool = .shared,
         logger: Logger = .disabled
     ) {
         self.store = store

@@ -50,7 +50,7 @@ public struct UserService: Sendable {
 
     /// Applies the fields `changes` sets to user `id` (of `type`), validates the result and stores it.
     public func update(clientId: String, id: String, type: PersonType, changes: UserFields) async throws -> User {
-        for _ in 0..<5 {
+        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The user is being changed by another request; retry")) {
             guard let found = try await read(clientId: clientId, id: id), found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }
             let current = found.value
@@ -62,17 +62,12 @@ public struct UserService: Sendable {
             if user.fields.termsAndConditionsAccepted == true, user.termsAndConditionsAcceptedDate == nil {
                 user.termsAndConditionsAcceptedDate = now
             }
-            do {
-                try await mapStoreErrors {
-                    try await environment.store.put(
-                        Collections.users, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(user),
-                        condition: .version(version))
-                }
-                return user
-            } catch let error as StoreError where error.code == .conflict {
-                continue
+            try await mapStoreErrors {
+                try await environment.store.put(
+                    Collections.users, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(user),
+                    condition: .version(version))
             }
+            return user
         }
-        throw PaymentsError(.unavailable, "The user is being changed by another request; retry")
     }
 }

@@ -87,7 +87,7 @@ public struct WalletService: Sendable {
         if let description { rules.required(description, "Description") }
         rules.length(tag, "Tag")
         try rules.check()
-        for _ in 0..<5 {
+        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The wallet is being changed by another request; retry")) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Wallet", id: id)
             }
@@ -96,18 +96,13 @@ public struct WalletService: Sendable {
             var wallet = current
             if let description { wallet.description = description }
             if let tag { wallet.tag = tag }
-            do {
-                try await mapStoreErrors {
-                    try await environment.store.put(
-                        Collections.wallets, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(wallet),
-                        condition: .version(version))
-                }
-                return wallet
-            } catch let error as StoreError where error.code == .conflict {
-                continue
+            try await mapStoreErrors {
+                try await environment.store.put(
+                    Collections.wallets, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(wallet),
+                    condition: .version(version))
             }
+            return wallet
         }
-        throw PaymentsError(.unavailable, "The wallet is being changed by another request; retry")
     }
 
     /// The wallets of user `userId`, a page at a time.

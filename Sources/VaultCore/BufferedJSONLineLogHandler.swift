@@ -63,6 +63,7 @@ public final class BufferedJSONLineLogHandler: LogHandler, Sendable {
         JSONLineLogHandler.writeFully(bytes, to: fileDescriptor)
     }
 
+    /// Unchecked Sendable: Dispatch timer sources are thread-safe but not annotated.
     private struct TimerBox: @unchecked Sendable {
         let source: any DispatchSourceTimer
     }

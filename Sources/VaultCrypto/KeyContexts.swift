@@ -18,12 +18,14 @@ final class KeyContexts: Sendable {
     private let algorithms = Locked<Algorithms?>(nil)
 
     /// The fetched algorithm objects, shared by all contexts of this key.
+    /// Unchecked Sendable: fetched `EVP_CIPHER`/`EVP_MAC` objects are immutable and thread-safe in OpenSSL 3.
     private struct Algorithms: @unchecked Sendable {
         let cipher: OpaquePointer
         let mac: OpaquePointer
     }
 
     /// An owned C context pointer (sendable between threads: only one thread holds it at a time).
+    /// Unchecked Sendable: the pool hands a context to one thread at a time (taken out under its lock).
     struct ContextHandle: @unchecked Sendable {
         let pointer: OpaquePointer
     }

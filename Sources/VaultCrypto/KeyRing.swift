@@ -181,7 +181,7 @@ public final class KeyRing: Sendable {
     /// `serve` refuses).
     /// - Returns: true when a key was created, false when one was there already.
     @discardableResult
-    public static func createMasterKey(keysDirectory: String, random: RandomPool = .shared) throws -> Bool {
+    public static func createMasterKey(keysDirectory: String, random: any RandomSource = RandomPool.shared) throws -> Bool {
         try KeyFile.makeDirectory(keysDirectory)
         guard chmod(keysDirectory, 0o700) == 0 else {
             throw KeyRingError(.io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
@@ -407,7 +407,7 @@ public final class KeyRing: Sendable {
     /// Replaces the master key with a fresh one and re-wraps every data key and the fingerprint
     /// secret under it. Crash-safe: the new key is written to `master.key.next` first, then the
     /// keyring, then the new key is renamed over `master.key` (``open`` finishes a half-done one).
-    public func rotateMaster(random: RandomPool = .shared) throws {
+    public func rotateMaster(random: any RandomSource = RandomPool.shared) throws {
         try state.withLock { state in
             let masterPath = Self.masterKeyPath(keysDirectory)
             let nextPath = masterPath + ".next"

@@ -1,12 +1,12 @@
 import COpenSSL
-import VaultCore
+public import VaultCore
 
 /// Cryptographically secure random bytes, drawn from OpenSSL's DRBG in 4 KiB refills so that small
 /// values (nonces, tokens) do not each pay a `RAND_bytes` call.
 ///
 /// Bytes handed out are removed from the pool and cleansed there, so no value is handed out
 /// twice. Thread-safe; one refill serves ~340 nonces.
-public final class RandomPool: Sendable {
+public final class RandomPool: RandomSource {
     /// The pool shared by a process. Pass your own for isolation; this one exists for defaults.
     public static let shared = RandomPool()
 

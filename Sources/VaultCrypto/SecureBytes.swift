@@ -5,6 +5,8 @@ import COpenSSL
 /// ``SecureMemory``), and cleansed with `OPENSSL_cleanse` when its last reference goes away.
 public struct SecureBytes: Sendable {
     /// The owner of the allocation; wipes it in `deinit` and gives it back to the arena.
+    /// Unchecked Sendable: the pointers are immutable; the bytes are written while the value is built and wiped
+    /// in `deinit`, when no other reference exists.
     final class Storage: @unchecked Sendable {
         /// The arena's whole block (at least `count` bytes).
         let block: UnsafeMutableRawBufferPointer

@@ -18,7 +18,7 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
     }
 
     /// A fresh random key of `byteCount` bytes (32 by default, for AES-256 and HMAC-SHA256).
-    public static func random(byteCount: Int = 32, using random: RandomPool = .shared) -> SymmetricKey {
+    public static func random(byteCount: Int = 32, using random: any RandomSource = RandomPool.shared) -> SymmetricKey {
         SymmetricKey(SecureBytes(count: byteCount) { random.fill($0) })
     }
 

@@ -94,7 +94,7 @@ enum StoreSubject {
     }
 
     /// Commits and fsyncs counted over the runs of one line (average group size).
-    final class BatchCounter: @unchecked Sendable {
+    final class BatchCounter: Sendable {
         private let counts = Locked<(groups: Int, commits: Int)>((0, 0))
         func add(_ statistics: StoreStatistics) {
             counts.withLock { $0 = ($0.groups + statistics.commitGroups, $0.commits + statistics.commits) }

@@ -9,7 +9,7 @@ import VaultStore
 enum TokenizationDurabilityCheck {
     /// Store collections of the merchant API (Payments' `Collections`, internal there).
     static let registrations = "card-registrations"
-    static let vault = "card-numbers"
+    static let vault = Collections.vault
 
     struct Outcome {
         var acknowledged: Int

@@ -1,7 +1,13 @@
 import Foundation
 
-/// The `cardvault` command line: finds the subcommand and maps errors to exit codes.
+/// The `cardvault` command line: finds the subcommand and maps errors to exit codes. The process's entry point is
+/// async: every command awaits its work (no semaphore bridges), `serve` its whole ``ServiceGroup``.
+@main
 enum CardVaultCLI {
+    static func main() async {
+        exit(await run(CommandLine.arguments))
+    }
+
     /// Every subcommand, in the order `cardvault --help` lists them.
     static let commands: [any Command.Type] = [
         ServeCommand.self,
@@ -24,7 +30,7 @@ enum CardVaultCLI {
     }
 
     /// Runs the command named in `argv` and returns the process exit status.
-    static func run(_ argv: [String]) -> Int32 {
+    static func run(_ argv: [String]) async -> Int32 {
         var rest = Array(argv.dropFirst())
         guard let word = rest.first else {
             printError("cardvault: missing command (try `cardvault --help`)")
@@ -45,7 +51,7 @@ enum CardVaultCLI {
             return 0
         }
         do {
-            return try command.run(&arguments)
+            return try await command.run(&arguments)
         } catch let error as UsageError {
             printError("cardvault \(command.name): \(error.reason)")
             return 64

@@ -44,9 +44,9 @@ enum CheckoutCommand: Command {
           --url URL               the daemon's base URL
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("checkout needs add, list, remove or pci") }
-        if action == "pci" { return try pci(&arguments) }
+        if action == "pci" { return try await pci(&arguments) }
         let url =
             try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
             ?? "http://127.0.0.1:8080"
@@ -84,7 +84,7 @@ enum CheckoutCommand: Command {
         let apiKey = try readAPIKey()
 
         let client = DaemonClient(base: base)
-        let tokenResponse = try client.send(
+        let tokenResponse = try await client.send(
             "POST", "/v2.01/oauth/token", body: Data("grant_type=client_credentials".utf8),
             headers: [
                 "Authorization": "Basic " + Data("\(clientId):\(apiKey)".utf8).base64EncodedString(),
@@ -95,7 +95,7 @@ enum CheckoutCommand: Command {
                 as? String
         else { throw CommandFailure("the daemon refused the client's credentials (HTTP \(tokenResponse.status))") }
         let body = try request.body.map { try JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys]) }
-        let response = try client.send(
+        let response = try await client.send(
             request.method, request.path, body: body,
             headers: ["Authorization": "Bearer " + token, "Content-Type": "application/json"])
         guard (200..<300).contains(response.status) else {
@@ -108,7 +108,7 @@ enum CheckoutCommand: Command {
     }
 
     /// `checkout pci`: the operator's PCI flag, over the admin channel.
-    static func pci(_ arguments: inout Arguments) throws -> Int32 {
+    static func pci(_ arguments: inout Arguments) async throws -> Int32 {
         guard let clientId = try arguments.option("--client-id"), !clientId.isEmpty else {
             throw UsageError("--client-id is required")
         }
@@ -117,7 +117,7 @@ enum CheckoutCommand: Command {
         guard on != off else { throw UsageError("pci needs exactly one of --on and --off") }
         let access = try StoreAccess.parse(&arguments)
         try arguments.finish()
-        let result = try access.call(
+        let result = try await access.call(
             "checkout.pci", arguments: ["clientId": .string(clientId), "compliant": .bool(on)])
         print(
             #"{"clientId": "\#(clientId)", "pciCompliant": \#(result["pciCompliant"].map { $0 == .bool(true) } ?? on)}"#
@@ -145,7 +145,7 @@ enum CheckoutCommand: Command {
     }
 }
 
-/// A minimal blocking HTTP client for talking to the local daemon.
+/// A minimal HTTP client for talking to the local daemon.
 struct DaemonClient {
     let base: URL
 
@@ -154,36 +154,28 @@ struct DaemonClient {
         var body: Data
     }
 
-    func send(_ method: String, _ path: String, body: Data?, headers: [String: String]) throws -> Reply {
+    func send(_ method: String, _ path: String, body: Data?, headers: [String: String]) async throws -> Reply {
         guard let url = URL(string: path, relativeTo: base) else { throw UsageError("bad URL") }
         var request = URLRequest(url: url, timeoutInterval: 15)
         request.httpMethod = method
         request.httpBody = body
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let box = ReplyBox()
-        let done = DispatchSemaphore(value: 0)
         let session = URLSession(configuration: .ephemeral, delegate: NoChallenges(), delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
-        session.dataTask(with: request) { data, response, error in
-            if let error = error as? URLError, error.code == .userCancelledAuthentication || error.code == .cancelled {
-                box.set(Reply(status: 401, body: Data()))
-            } else {
-                box.set(
-                    error == nil
-                        ? Reply(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data ?? Data()) : nil)
-            }
-            done.signal()
-        }.resume()
-        done.wait()
-        guard let reply = box.value else {
+        do {
+            let answer = try await session.data(for: request)
+            return Reply(status: (answer.1 as? HTTPURLResponse)?.statusCode ?? 0, body: answer.0)
+        } catch let error as URLError where error.code == .userCancelledAuthentication || error.code == .cancelled {
+            return Reply(status: 401, body: Data())
+        } catch {
             throw CommandFailure("cannot reach the daemon at \(base.absoluteString)", status: 69)
         }
-        return reply
     }
 }
 
 /// Cancels a 401's `WWW-Authenticate` challenge (FoundationNetworking would otherwise wait for credentials); the
 /// cancelled task is then reported as the 401 it was.
+/// Unchecked Sendable: stateless; URLSession's delegate protocol needs an NSObject class.
 private final class NoChallenges: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     func urlSession(
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
@@ -191,12 +183,4 @@ private final class NoChallenges: NSObject, URLSessionTaskDelegate, @unchecked S
     ) {
         completionHandler(.cancelAuthenticationChallenge, nil)
     }
-}
-
-/// Carries the reply from URLSession's callback to the waiting thread.
-private final class ReplyBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: DaemonClient.Reply?
-    var value: DaemonClient.Reply? { lock.withLock { stored } }
-    func set(_ reply: DaemonClient.Reply?) { lock.withLock { stored = reply } }
 }

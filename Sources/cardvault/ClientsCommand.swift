@@ -18,7 +18,7 @@ enum ClientsCommand: Command {
         directory directly (under its lock).
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("missing action: add or list") }
         let json = arguments.flag("--json")
         let access = try StoreAccess.parse(&arguments)
@@ -26,7 +26,7 @@ enum ClientsCommand: Command {
         case "add":
             guard let name = arguments.positional() else { throw UsageError("clients add needs a NAME") }
             try arguments.finish()
-            let result = try access.call("clients.add", arguments: ["name": .string(name)])
+            let result = try await access.call("clients.add", arguments: ["name": .string(name)])
             guard let clientId = result["ClientId"]?.stringValue, let apiKey = result["ApiKey"]?.stringValue else {
                 throw CommandFailure("the daemon gave no credentials")
             }
@@ -37,7 +37,7 @@ enum ClientsCommand: Command {
             }
         case "list":
             try arguments.finish()
-            let clients = try access.call("clients.list").arrayValue ?? []
+            let clients = try await access.call("clients.list").arrayValue ?? []
             if json {
                 let items = clients.map { client in
                     #"{"ClientId": "\#(client["ClientId"]?.stringValue ?? "")", "Name": "\#(client["Name"]?.stringValue ?? "")"}"#

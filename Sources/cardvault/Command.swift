@@ -11,7 +11,7 @@ protocol Command: SendableMetatype {
     static var help: String { get }
     /// Runs with the arguments after the command's name; returns the exit status.
     /// Throw ``UsageError`` for bad usage (exit 64).
-    static func run(_ arguments: inout Arguments) throws -> Int32
+    static func run(_ arguments: inout Arguments) async throws -> Int32
 }
 
 /// Bad usage: printed as one line on stderr, exit status 64 (EX_USAGE).

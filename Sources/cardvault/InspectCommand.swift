@@ -25,7 +25,7 @@ enum InspectCommand: Command {
     /// Lines longer than this are reported as invalidLength without being kept.
     static let maximumLineLength = 256
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard arguments.remaining.isEmpty else {
             // Never echo the arguments: someone may have typed a card number there.
             throw UsageError("inspect takes no arguments; it reads card numbers from standard input, one per line")

@@ -1,5 +1,4 @@
 import AdminChannel
-import Dispatch
 import Foundation
 import VaultCore
 import VaultCrypto
@@ -35,7 +34,7 @@ enum KeysCommand: Command {
         and CARDVAULT_KEYS_DIR; else ./data and ./keys.
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("missing action (try `cardvault keys --help`)") }
         switch action {
         case "init":
@@ -51,33 +50,33 @@ enum KeysCommand: Command {
         case "list":
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            let result = try access.call("keys.list")
+            let result = try await access.call("keys.list")
             print(table(result["keys"]?.arrayValue ?? []))
             return 0
         case "status":
             let json = arguments.flag("--json")
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            let result = try access.call("keys.status")
+            let result = try await access.call("keys.status")
             print(json ? statusJSON(result) : statusText(result))
             return 0
         case "rotate":
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            let result = try access.call("keys.rotate")
+            let result = try await access.call("keys.rotate")
             print("rotated: new writes use data key version \(result["version"]?.intValue ?? 0)")
             return 0
         case "rotate-master":
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            _ = try access.call("keys.rotate-master")
+            _ = try await access.call("keys.rotate-master")
             print("rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))")
             return 0
         case "rewrap":
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
             let bar = ProgressDisplay(label: "rewrap")
-            let result = try access.call("keys.rewrap", progress: bar.update)
+            let result = try await access.call("keys.rewrap", progress: bar.update)
             bar.finish()
             for failure in result["failures"]?.arrayValue ?? [] {
                 printError("cardvault keys: cannot rewrap \(failure.stringValue ?? "?")")
@@ -90,7 +89,7 @@ enum KeysCommand: Command {
             guard let version = Int(text), version > 0 else { throw UsageError("VERSION must be a positive integer") }
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            _ = try access.call("keys.retire", arguments: ["version": .int(version)])
+            _ = try await access.call("keys.retire", arguments: ["version": .int(version)])
             print("retired data key version \(version)")
             return 0
         default:

@@ -40,7 +40,7 @@ enum ServeCommand: Command {
           --config FILE   the JSON configuration file
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let explicitFile = try arguments.option("--config")
         try arguments.finish()
         // Before anything else: the crash backtracer's settings (may re-execute this process), then
@@ -58,7 +58,6 @@ enum ServeCommand: Command {
         try ProcessHardening.enforcePrivateModes(
             dataDirectory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory)
         let store = try openStore(configuration, logger: logger, announce: announce)
-        defer { store.close() }
         let secureMemory = SecureMemory.shared.statistics
         logger.info(
             "process hardened",
@@ -72,69 +71,28 @@ enum ServeCommand: Command {
                 "secret buffers not locked in memory (RLIMIT_MEMLOCK); they stay excluded from dumps",
                 ["unlockedMappings": .int(secureMemory.unlockedMappings)])
         }
-        let services: MerchantServices
-        let server: HTTPServer
-        let background: [any Service]
+        let daemon: CardVaultDaemon
         do {
-            services = try MerchantAssembly.services(
-                configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
-            let groups = try MerchantAssembly.routes(configuration: configuration, services: services, announce: announce)
-            let metrics = HTTPMetrics()
-            metrics.addCollector { store.keyMetricsText() }
-            background = try BackgroundServices.make(
-                configuration: configuration, services: services, metrics: metrics, logger: logger)
-            server = try CardVaultApplication(
-                configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
-            ).makeServer()
+            daemon = try await CardVaultDaemon(
+                configuration: configuration, store: store, logger: logger, announce: announce)
         } catch let error as ConfigurationError {
+            store.close()
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
-        }
-
-        let handlers = AdminHandlers()
-        StoreAdminCommands.register(store, in: handlers)
-        MerchantAdminCommands.register(services, in: handlers)
-        let admin = AdminSocketServer(
-            path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
-            logger: logger)
-        do {
-            try admin.start()
         } catch {
-            throw CommandFailure("cannot open the admin socket: \(error)")
+            store.close()
+            throw error
         }
-        defer { admin.stop() }
-
 
         signal(SIGPIPE, SIG_IGN)
-        let outcome = ServeOutcome()
-        let finished = DispatchSemaphore(value: 0)
-        let scheme = configuration.tls.isEnabled ? "https" : "http"
-        Task {
-            // The record sweeper (and any other background service) runs beside the server and is awaited
-            // before the store closes (the `defer` above runs after `finished`).
-            let group = ServiceGroup(services: background, logger: logger)
-            async let backgroundStopped: Void = group.run()
-            do {
-                try await server.run { port in
-                    let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
-                    let url = "\(scheme)://\(host):\(port)"
-                    logger.notice("listening", ["url": .string(url), "publicURL": .string(configuration.publicURL)])
-                    announce("cardvault serving on \(url)")
-                }
-            } catch {
-                outcome.failure = String(describing: error)
-            }
-            group.shutdown()
-            do {
-                try await backgroundStopped
-            } catch {
-                logger.warning("background service failed", ["error": .string(String(describing: type(of: error)))])
-            }
-            finished.signal()
-        }
-        finished.wait()
-        logHandler.flush()
-        if let failure = outcome.failure {
-            throw CommandFailure(failure)
+        // Listen for the signals before the server announces its port, so none can slip in between.
+        let signals = await TerminationSignals.catching([SIGTERM, SIGINT])
+        defer { signals.cancel() }
+        do {
+            try await daemon.run(until: { await signals.next() })
+        } catch let error as AdminError {
+            throw CommandFailure("cannot open the admin socket: \(error.message)")
+        } catch {
+            throw CommandFailure(String(describing: error))
         }
         return 0
     }
@@ -163,11 +121,6 @@ enum ServeCommand: Command {
             throw CommandFailure("cannot open the keys: \(error.message)")
         }
     }
-}
-
-/// Carries the server task's failure back to the command.
-private final class ServeOutcome: @unchecked Sendable {
-    var failure: String?
 }
 
 extension CardVaultConfiguration.Keys {

@@ -1,5 +1,4 @@
 import AdminChannel
-import Dispatch
 import Foundation
 import CardVaultApp
 import Configuration
@@ -33,7 +32,7 @@ struct StoreAccess {
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
     func call(_ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil)
-        throws -> AdminValue
+        async throws -> AdminValue
     {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
         do {
@@ -52,7 +51,7 @@ struct StoreAccess {
                     logger: .disabled),
                 in: handlers)
             let sink = AdminProgress { progress?($0) }
-            return try blocking { try await handlers.invoke(command, arguments: arguments, progress: sink) }
+            return try await handlers.invoke(command, arguments: arguments, progress: sink)
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         } catch let error as StoreError {
@@ -63,18 +62,4 @@ struct StoreAccess {
             throw CommandFailure(error.message)
         }
     }
-}
-
-/// Runs async work to completion from synchronous command code.
-func blocking<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws -> Value {
-    let done = DispatchSemaphore(value: 0)
-    let result = Locked<Result<Value, any Error>?>(nil)
-    Task {
-        let outcome: Result<Value, any Error>
-        do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0 }!.get()
 }

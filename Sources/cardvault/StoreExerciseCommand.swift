@@ -1,5 +1,4 @@
 import AdminChannel
-import Dispatch
 import Foundation
 import VaultCore
 import VaultCrypto
@@ -26,7 +25,7 @@ enum StoreExerciseCommand: Command {
     static let summary = ""  // hidden from `cardvault --help`
     static let help = "usage: cardvault store-exercise write|serve --data-dir DIR --keys-dir DIR (for tests)"
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let mode = arguments.positional() else { throw UsageError("missing mode") }
         guard let data = try arguments.option("--data-dir"), let keys = try arguments.option("--keys-dir") else {
             throw UsageError("--data-dir and --keys-dir are required")
@@ -41,11 +40,11 @@ enum StoreExerciseCommand: Command {
                 options.keyRotation = KeyRotationPolicy(maximumSeals: seals, maximumAge: nil, reservationBlock: 64)
             }
             try arguments.finish()
-            return try write(data: data, keys: keys, acked: acked, writers: writers, count: count, options: options)
+            return try await write(data: data, keys: keys, acked: acked, writers: writers, count: count, options: options)
         case "serve":
             let admin = !arguments.flag("--no-admin")
             try arguments.finish()
-            return try serve(data: data, keys: keys, admin: admin)
+            return try await serve(data: data, keys: keys, admin: admin)
         default:
             throw UsageError("unknown mode \(mode)")
         }
@@ -82,7 +81,7 @@ enum StoreExerciseCommand: Command {
 
     private static func write(
         data: String, keys: String, acked: String?, writers: Int, count: Int?, options: FileStoreOptions
-    ) throws -> Int32 {
+    ) async throws -> Int32 {
         let store = try EncryptedFileStore.open(directory: data, keysDirectory: keys, options: options)
         var expected: [(String, UInt64)] = []
         if let acked, let text = try? String(contentsOfFile: acked, encoding: .utf8) {
@@ -91,10 +90,8 @@ enum StoreExerciseCommand: Command {
                 if parts.count == 2, let version = UInt64(parts[1]) { expected.append((String(parts[0]), version)) }
             }
         }
-        let listed = expected
-        let bad = try blocking {
-            var bad = 0
-            for (id, version) in listed {
+        var bad = 0
+        for (id, version) in expected {
                 do {
                     guard let record = try await store.get("crash", id: id) else {
                         emit("FAIL \(id) missing")
@@ -109,8 +106,6 @@ enum StoreExerciseCommand: Command {
                     emit("FAIL \(id) \(error)")
                     bad += 1
                 }
-            }
-            return bad
         }
         if bad > 0 {
             store.close()
@@ -118,7 +113,7 @@ enum StoreExerciseCommand: Command {
         }
         emit("verified \(expected.count) recovery torn=\(store.recovery.tornTailBytes) checkpoint=\(store.recovery.usedCheckpoint)")
         let tag = String(getpid())
-        try blocking {
+        do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<writers {
                     group.addTask {
@@ -156,15 +151,14 @@ enum StoreExerciseCommand: Command {
         return 0
     }
 
-    private static func serve(data: String, keys: String, admin: Bool) throws -> Int32 {
+    private static func serve(data: String, keys: String, admin: Bool) async throws -> Int32 {
         let store = try EncryptedFileStore.open(directory: data, keysDirectory: keys, options: options)
         let handlers = AdminHandlers()
         StoreAdminCommands.register(store, in: handlers)
         let server = AdminSocketServer(path: StoreAdminCommands.socketPath(dataDirectory: data), handlers: handlers)
         if admin { try server.start() }
         let tally = LoadTally()
-        let finished = DispatchSemaphore(value: 0)
-        Task {
+        let load = Task {
             await withTaskGroup(of: Void.self) { group in
                 for writer in 0..<4 {
                     group.addTask {
@@ -187,15 +181,14 @@ enum StoreExerciseCommand: Command {
                     }
                 }
             }
-            finished.signal()
         }
         emit("ready")
         // Run until the test closes our stdin.
         var buffer = [UInt8](repeating: 0, count: 256)
         while Glibc.read(STDIN_FILENO, &buffer, buffer.count) > 0 {}
         tally.stop.withLock { $0 = true }
-        finished.wait()
-        server.stop()
+        await load.value
+        await server.stop()
         store.close()
         let failed = tally.failures.withLock { $0 }
         for failure in failed.prefix(5) { emit("failure: \(failure)") }

@@ -14,11 +14,11 @@ enum VerifyCommand: Command {
         authentic, 1 otherwise. Goes through the daemon's admin socket while it runs.
         """
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let access = try StoreAccess.parse(&arguments)
         try arguments.finish()
         let bar = ProgressDisplay(label: "verify")
-        let result = try access.call("store.verify", progress: bar.update)
+        let result = try await access.call("store.verify", progress: bar.update)
         bar.finish()
         let failures = result["failures"]?.arrayValue ?? []
         let damage = result["damage"]?.arrayValue ?? []

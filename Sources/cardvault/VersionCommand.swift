@@ -13,7 +13,7 @@ enum VersionCommand: Command {
 
     static let version = "0.1.0"
 
-    static func run(_ arguments: inout Arguments) throws -> Int32 {
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
         try arguments.finish()
         print("cardvault \(version)")
         print("openssl \(CryptoLibrary.version)")

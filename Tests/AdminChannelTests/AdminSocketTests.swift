@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 @Suite struct AdminSocketTests {
-    @Test func requestsReachTheirHandlersWithProgressAndErrors() throws {
+    @Test func requestsReachTheirHandlersWithProgressAndErrors() async throws {
         let sandbox = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: sandbox.data, withIntermediateDirectories: true)
         let path = sandbox.data + "/admin.sock"
@@ -46,13 +46,13 @@ import Glibc
             #expect(error.code == "unavailable")
             #expect(error.message == "disk full")
         }
-        server.stop()
+        await server.stop()
         #expect(access(path, F_OK) != 0)
         #expect(throws: AdminError(AdminError.notRunning, "")) { try client.call("echo") }
         #expect(!AdminClient.isServing(path: path))
     }
 
-    @Test func aStaleSocketFileIsReplacedButALiveServerIsNot() throws {
+    @Test func aStaleSocketFileIsReplacedButALiveServerIsNot() async throws {
         let sandbox = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: sandbox.data, withIntermediateDirectories: true)
         let path = sandbox.data + "/admin.sock"
@@ -60,6 +60,30 @@ import Glibc
         let first = AdminSocketServer(path: path, handlers: AdminHandlers())
         try first.start()
         #expect(throws: AdminError("inUse", "")) { try AdminSocketServer(path: path, handlers: AdminHandlers()).start() }
-        first.stop()
+        await first.stop()
+    }
+
+    /// Stopping waits for the command a connection is running (a rewrap, say) to finish and answer, so the store
+    /// is never closed under it; the connection then ends.
+    @Test func stopWaitsForTheRunningCommandToFinish() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.root + "/admin.sock"
+        let handlers = AdminHandlers()
+        let started = Locked(false)
+        let finished = Locked(false)
+        handlers.register("slow") { _, _ in
+            started.withLock { $0 = true }
+            await Task.detached { try? await Task.sleep(for: .milliseconds(300)) }.value
+            finished.withLock { $0 = true }
+            return .string("done")
+        }
+        let server = AdminSocketServer(path: path, handlers: handlers)
+        try server.start()
+        let reply = Task { try await blocking { try AdminClient(path: path).call("slow") } }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        await server.stop()
+        #expect(finished.withLock { $0 })
+        #expect(try await reply.value == .string("done"))
+        #expect(access(path, F_OK) != 0)
     }
 }

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import Testing
 
@@ -93,40 +94,31 @@ import Testing
 
 /// `cardvault serve` on a free port with its development client.
 final class LiveDaemon {
-    let process = Process()
+    let child: ChildProcess
     var url = ""
     var clientId = ""
     var apiKey = ""
-    let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "cardvault-checkout-\(UUID().uuidString)"
-    ).path
+    let dataDirectory: String
     var keysDirectory: String { dataDirectory + "-keys" }
 
     /// `environment` adds to (or overrides) the daemon's `CARDVAULT_…` variables.
     init(environment extra: [String: String] = [:]) throws {
-        process.executableURL = CLIProcess.binary
         let config = FileManager.default.temporaryDirectory.appendingPathComponent(
             "cardvault-\(UUID().uuidString).json")
         try Data(#"{"listen": "127.0.0.1:0"}"#.utf8).write(to: config)
-        process.arguments = ["serve", "--config", config.path]
         var environment = ProcessInfo.processInfo.environment
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
-        environment["CARDVAULT_DATA_DIR"] = dataDirectory
-        environment["CARDVAULT_KEYS_DIR"] = keysDirectory
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-checkout-\(UUID().uuidString)"
+        ).path
+        dataDirectory = data
+        environment["CARDVAULT_DATA_DIR"] = data
+        environment["CARDVAULT_KEYS_DIR"] = data + "-keys"
         environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        let deadline = Date().addingTimeInterval(30)
-        while !(text.contains("serving on") && text.contains("ApiKey=")), Date() < deadline {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        for word in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+        child = try ChildProcess(arguments: ["serve", "--config", config.path], environment: environment)
+        let credentials = child.waitForLine(prefix: "development client created", timeout: 30) ?? ""
+        let serving = child.waitForLine(prefix: "cardvault serving on", timeout: 30) ?? ""
+        for word in (credentials + " " + serving).split(separator: " ") {
             if word.hasPrefix("ClientId=") { clientId = String(word.dropFirst(9)) }
             if word.hasPrefix("ApiKey=") { apiKey = String(word.dropFirst(7)) }
             if word.hasPrefix("http://") { url = String(word) }
@@ -137,10 +129,5 @@ final class LiveDaemon {
         }
     }
 
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-    }
+    func stop() { child.terminate() }
 }

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import Testing
 

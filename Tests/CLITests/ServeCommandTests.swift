@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import Testing
 
@@ -101,6 +102,15 @@ import Glibc
         #expect(log.contains(#""msg":"listening""#))
         #expect(log.contains(#""route":"/health""#))
         #expect(log.contains(#""msg":"stopped""#))
+        // Every service has returned before the store closes: the HTTP server drained, the admin socket and
+        // the challenge sweeper stopped.
+        let logLines = log.split(separator: "\n").map(String.init)
+        let closed = logLines.firstIndex { $0.contains(#""msg":"store closed""#) }
+        #expect(closed != nil)
+        for service in ["http", "admin-socket", "challenge-sweeper"] {
+            let stopped = logLines.firstIndex { $0.contains(#""msg":"service stopped""#) && $0.contains(#""service":"\#(service)""#) }
+            #expect(stopped != nil && closed != nil && stopped! < closed!, "\(service)")
+        }
     }
 
     /// A minimal HTTP/1.1 GET over a socket; returns status and body.
@@ -108,37 +118,13 @@ import Glibc
         try request(port: port, method: "GET", path: path)
     }
 
-    /// A minimal HTTP/1.1 request over a socket (`Connection: close`); returns status and body.
+    /// One HTTP/1.1 request (`Connection: close`) with the shared raw client; status and body, or (0, "") when
+    /// nothing answers.
     static func request(port: Int, method: String, path: String, headers: [String: String] = [:], body: String = "")
         throws -> (Int, String)
     {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return (0, "") }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if !body.isEmpty || method != "GET" { head += "Content-Length: \(body.utf8.count)\r\n" }
-        let request = Array((head + "\r\n" + body).utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            received.append(contentsOf: chunk[..<count])
-        }
-        let text = String(decoding: received, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { return (0, "") }
-        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
-        return (status, String(text[split.upperBound...]))
+        guard let response = try? RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: body)
+        else { return (0, "") }
+        return (response.status, response.text)
     }
 }

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import VaultCore
 import Testing
@@ -51,89 +52,5 @@ import Glibc
     }
 }
 
-/// A temporary directory with `data/` and `keys/` paths under it, removed at the end.
-final class CLISandbox {
-    let root: String
-    var data: String { root + "/data" }
-    var keys: String { root + "/keys" }
-
-    init() throws {
-        var template = Array("/tmp/cv-cli-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
-        root = String(cString: made)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: root) }
-}
-
-/// A `cardvault` child whose stdout is collected as it arrives.
-final class ChildProcess: Sendable {
-    private let process: Process
-    private let input: Pipe
-    private let collected = OutputBuffer()
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(arguments: [String]) throws {
-        process = Process()
-        process.executableURL = CLIProcess.binary
-        process.arguments = arguments
-        let output = Pipe()
-        input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = output
-        try process.run()
-        let reader = output.fileHandleForReading
-        let thread = Thread { [collected, finished] in
-            while true {
-                let data = reader.availableData
-                if data.isEmpty { break }
-                collected.bytes.withLock { $0 += data }
-            }
-            finished.signal()
-        }
-        thread.start()
-    }
-
-    var output: String { String(decoding: collected.bytes.withLock { $0 }, as: UTF8.self) }
-
-    /// Lines ending in a newline (a line cut by the kill is left out).
-    func completeLines() -> [Substring] {
-        let text = output
-        guard let end = text.lastIndex(of: "\n") else { return [] }
-        return text[..<end].split(separator: "\n")
-    }
-
-    /// Waits for a line starting with `prefix`; nil on timeout or exit.
-    func waitForLine(prefix: String, timeout: TimeInterval) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = completeLines().first(where: { $0.hasPrefix(prefix) }) { return String(line) }
-            if !process.isRunning {
-                return completeLines().first(where: { $0.hasPrefix(prefix) }).map(String.init)
-            }
-            usleep(2000)
-        }
-        return nil
-    }
-
-    /// Closes the child's stdin (asks `store-exercise serve` to finish) and waits for it.
-    func finish() -> Int32 {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        finished.wait()
-        return process.terminationStatus
-    }
-
-    /// SIGKILL, then waits for the process and for the end of its output.
-    func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        finished.wait()
-    }
-}
-
-/// Bytes a child wrote so far.
-final class OutputBuffer: Sendable {
-    let bytes = Locked<[UInt8]>([])
-}
+/// The CLI tests' temporary data and keys directories.
+typealias CLISandbox = TemporaryDirectory

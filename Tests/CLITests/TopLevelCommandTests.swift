@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Testing
 
 @Suite struct TopLevelCommandTests {

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import HTTPServer
 import Testing
 import VaultCore
@@ -38,9 +39,10 @@ import Configuration
         try server.start()
         let port = server.port
         for path in ["/health", "/health", "/v2.01/a/echo", "/v2.01/b/echo", "/missing"] {
-            _ = try await LoopbackGET.fetch(port: port, path: path)
+            _ = try await blocking { try RawHTTPClient.request(port: port, path: path) }
         }
-        let (status, body) = try await LoopbackGET.fetch(port: port, path: "/metrics")
+        let metrics = try await blocking { try RawHTTPClient.request(port: port, path: "/metrics") }
+        let (status, body) = (metrics.status, metrics.text)
         await server.shutdown()
         #expect(status == 200)
         #expect(body.contains(#"cardvault_http_requests_total{method="GET",route="/health",status="200"} 2"#))

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import AdminChannel
 import CardKit
 import Foundation
@@ -48,10 +49,7 @@ struct MasterpassHarness {
     static let rivalCheckoutId = "ffffeeeeddddccccbbbbaaaa99998888"
 
     static func make() async throws -> MasterpassHarness {
-        let environment = PaymentsEnvironment(
-            store: InMemoryRecordStore(), clock: ManualClock(),
-            fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
-            configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:9999"))
+        let environment = PaymentsEnvironment.testing()
         let services = MerchantServices(environment: environment)
         var harness = MasterpassHarness(services: services)
         for name in ["shop", "rival"] {

@@ -109,7 +109,8 @@ struct CheckoutFixture {
     init() {
         vault = CheckoutTestVault(clock: clock)
         service = CheckoutService(
-            store: store, clock: clock, configuration: CheckoutConfiguration(publicBaseURL: "https://vault.test"),
+            store: store, clock: clock, random: RandomPool(),
+            configuration: CheckoutConfiguration(publicBaseURL: "https://vault.test"),
             cryptogramKey: key, vault: vault, authenticator: authenticator)
     }
 

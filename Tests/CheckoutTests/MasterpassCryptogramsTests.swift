@@ -65,8 +65,8 @@ import VaultCrypto
     }
 
     @Test func unpredictableNumbersAreFourRandomBytes() {
-        let a = MasterpassCryptograms.unpredictableNumber(random: .shared)
-        let b = MasterpassCryptograms.unpredictableNumber(random: .shared)
+        let a = MasterpassCryptograms.unpredictableNumber(random: RandomPool())
+        let b = MasterpassCryptograms.unpredictableNumber(random: RandomPool())
         #expect(a.count == 8)
         #expect(a != b)
     }

@@ -80,7 +80,7 @@ func exchange(port: Int, _ requests: [String]) async throws -> [RawResponse] {
                 let batch = Array(responses[(round * 4)..<(round * 4 + 4)])
                 #expect(batch[0].status == 200 && batch[0].text == #"{"status":"ok"}"#)
                 #expect(batch[1].status == 200 && batch[1].text == String(1000 + round))
-                #expect(batch[2].status == 404 && batch[2].text.contains("ressource_not_found"))
+                #expect(batch[2].status == 404 && batch[2].text.contains(#""error":"not_found""#))
                 #expect(batch[3].status == 200 && batch[3].text == "waited")
             }
             for response in responses {

@@ -47,7 +47,7 @@ import VaultCore
     func unknownPathIs404JSONWithRequestID(path: String) async {
         let response = await Self.router().respond(to: Request(method: .get, target: path, requestID: "req-12345678"))
         #expect(response.status == .notFound)
-        #expect(response.bodyText == #"{"Message":"Not found","Type":"ressource_not_found"}"#)
+        #expect(response.bodyText == #"{"error":"not_found","message":"Not found"}"#)
         #expect(response.headers["x-request-id"] == "req-12345678")
         #expect(response.headers["Content-Type"]?.hasPrefix("application/json") == true)
     }
@@ -66,7 +66,7 @@ import VaultCore
     @Test func malformedPercentEncodingInAParameterIs400() async {
         let response = await Self.router().respond(to: Request(method: .get, target: "/v2.01/%zz/cards/1"))
         #expect(response.status == .badRequest)
-        #expect(response.bodyText.contains("param_error"))
+        #expect(response.bodyText.contains(#""error":"bad_request""#))
     }
 
     @Test func responseErrorsAnswerForThemselves() async {
@@ -81,7 +81,7 @@ import VaultCore
         let logger = Logger(handler: memory).with(["requestId": "r-1"])
         let response = await Self.router().respond(to: Request(method: .get, target: "/boom", logger: logger))
         #expect(response.status == .internalServerError)
-        #expect(response.bodyText == #"{"Message":"Internal error","Type":"internal_error"}"#)
+        #expect(response.bodyText == #"{"error":"internal_error","message":"Internal error"}"#)
         let lines = memory.renderedLines
         #expect(lines.count == 1)
         #expect(lines[0].contains("Leaky"))
@@ -105,5 +105,19 @@ import VaultCore
         #expect(throws: HTTPError.self) { try missing.decodeJSON(Card.self) }
         let good = Request(method: .post, target: "/", body: Array(#"{"number":"1","month":2}"#.utf8))
         #expect(try good.decodeJSON(Card.self).month == 2)
+    }
+
+    /// The server has no dialect: the router's ``HTTPErrorDialect`` words every error of the HTTP layer, with the
+    /// error's status and headers kept.
+    @Test func theRoutersDialectWordsTheHTTPLayersErrors() async {
+        var router = Self.router()
+        router.errorDialect = HTTPErrorDialect { error in .text("dialect:" + error.code.rawValue) }
+        let missing = await router.respond(to: Request(method: .get, target: "/nope"))
+        #expect(missing.status == .notFound && missing.bodyText == "dialect:not_found")
+        let wrong = await router.respond(to: Request(method: .delete, target: "/v2.01/acme/cards/7"))
+        #expect(wrong.status == .methodNotAllowed && wrong.bodyText == "dialect:method_not_allowed")
+        #expect(wrong.headers["Allow"] == "GET, POST")
+        let boom = await router.respond(to: Request(method: .get, target: "/boom"))
+        #expect(boom.status == .internalServerError && boom.bodyText == "dialect:internal_error")
     }
 }

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import HTTPServer
 import Testing
@@ -20,9 +21,7 @@ struct MangopayHarness {
         origins: [String] = ["https://shop.example"], store: any RecordStore = InMemoryRecordStore()
     ) async throws -> MangopayHarness {
         let clock = ManualClock()
-        let environment = PaymentsEnvironment(
-            store: store, clock: clock, fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
-            configuration: PaymentsConfiguration(publicBaseURL: "http://127.0.0.1:9999"))
+        let environment = PaymentsEnvironment.testing(store: store, clock: clock)
         let services = MerchantServices(environment: environment)
         var router = Router()
         MangopayRoutes(services: services, checkoutOrigins: origins, openAPIDocument: Array("openapi: 3.0.3\n".utf8))

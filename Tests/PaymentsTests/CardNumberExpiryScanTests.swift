@@ -7,7 +7,7 @@ import VaultCrypto
 @testable import VaultStore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// An abandoned tokenized registration's card number is gone from the store's files after its access key expired,
@@ -62,7 +62,7 @@ import VaultCrypto
             directory: root + "/data", keysDirectory: root + "/keys", options: options)
         defer { store.close() }
         let environment = PaymentsEnvironment(
-            store: store, clock: clock, fingerprintKeys: store.fingerprintKeys,
+            store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: store.fingerprintKeys,
             configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example"))
         let services = MerchantServices(environment: environment)
         var fields = UserFields()

@@ -1,3 +1,4 @@
+import CardVaultTesting
 import Foundation
 import VaultCore
 import VaultCrypto
@@ -12,9 +13,9 @@ struct PaymentsFixture {
     let services: MerchantServices
 
     init(configuration: PaymentsConfiguration = PaymentsConfiguration(publicBaseURL: "https://vault.example/")) {
-        let environment = PaymentsEnvironment(
-            store: store, clock: clock, fingerprintKeys: DerivedFingerprintKeys(secret: .random()),
-            configuration: configuration, logger: Logger(handler: logs, minimumLevel: .debug, clock: clock))
+        let environment = PaymentsEnvironment.testing(
+            store: store, clock: clock, configuration: configuration,
+            logger: Logger(handler: logs, minimumLevel: .debug, clock: clock))
         services = MerchantServices(environment: environment)
     }
 

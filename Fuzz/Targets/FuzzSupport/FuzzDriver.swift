@@ -55,6 +55,7 @@ public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) 
     return box.value!
 }
 
+/// Unchecked Sendable: written by the task before it signals, read after the wait (the semaphore orders them).
 private final class ResultBox<T>: @unchecked Sendable {
     // Written by the task before it signals, read after the wait: the semaphore orders the two.
     var value: T?

@@ -91,12 +91,12 @@ enum MangopayAPIFuzz {
 
         static func build() async -> World? {
             let environment = PaymentsEnvironment(
-                store: InMemoryRecordStore(), clock: ManualClock(),
+                store: InMemoryRecordStore(), clock: ManualClock(), random: RandomPool.shared,
                 fingerprintKeys: DerivedFingerprintKeys(secret: SymmetricKey(copying: [UInt8](repeating: 7, count: 32))),
                 configuration: PaymentsConfiguration(
                     publicBaseURL: "http://127.0.0.1:9999", tokenizationsPerMinutePerAddress: 1_000_000))
             let services = MerchantServices(environment: environment)
-            var router = Router()
+            var router = Router(errorDialect: .mangopay)
             MangopayRoutes(services: services, checkoutOrigins: ["https://shop.example"]).register(on: &router)
             PayInRoutes(services: services).register(on: &router)
             guard let credentials = try? await services.clients.create(name: "shop") else { return nil }

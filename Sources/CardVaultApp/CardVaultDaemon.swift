@@ -1,0 +1,85 @@
+public import AdminChannel
+public import Configuration
+public import HTTPServer
+public import Payments
+public import VaultCore
+public import VaultStore
+
+/// The daemon `cardvault serve` runs: the merchant API and hosted checkout over one opened store, as one
+/// ``ServiceGroup`` of the HTTP server, the admin socket and the record sweeper (``BackgroundServices``: every
+/// kind's lifetime, pending 3-D Secure challenges, held security codes). ``run(until:)`` stops them all on the
+/// first termination signal, waits for each, and closes the store after the last.
+public struct CardVaultDaemon: Sendable {
+    public let services: MerchantServices
+    /// The record sweeper's services.
+    public let background: [any Service]
+    public let server: HTTPServer
+    public let admin: AdminSocketServer
+    public let store: EncryptedFileStore
+    public let logger: Logger
+    private let announce: @Sendable (String) -> Void
+    private let listenURL: @Sendable (Int) -> String
+
+    /// Builds every part over `store` (which it closes when ``run(until:)`` ends) and binds the admin socket; the
+    /// HTTP server starts with ``run(until:)``. Creates the development client when the store has none.
+    ///
+    /// - Parameter announce: prints a line for the operator (development credentials, "cardvault serving on").
+    /// - Throws: ``ConfigurationError`` for unreadable settings files or TLS material, ``AdminError`` when the
+    ///   admin socket cannot be bound, store errors.
+    public init(
+        configuration: CardVaultConfiguration, store: EncryptedFileStore, logger: Logger,
+        announce: @escaping @Sendable (String) -> Void
+    ) async throws {
+        self.store = store
+        self.logger = logger
+        self.announce = announce
+        services = try MerchantAssembly.services(
+            configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
+        let groups = try await MerchantAssembly.routes(
+            configuration: configuration, services: services, announce: announce)
+        let metrics = HTTPMetrics()
+        metrics.addCollector { [store] in store.keyMetricsText() }
+        background = try BackgroundServices.make(
+            configuration: configuration, services: services, metrics: metrics, logger: logger)
+        server = try CardVaultApplication(
+            configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
+        ).makeServer()
+
+        let handlers = AdminHandlers()
+        StoreAdminCommands.register(store, in: handlers)
+        MerchantAdminCommands.register(services, in: handlers)
+        admin = AdminSocketServer(
+            path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
+            logger: logger)
+        try admin.start()
+
+        let scheme = configuration.tls.isEnabled ? "https" : "http"
+        let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
+        listenURL = { port in "\(scheme)://\(host):\(port)" }
+        publicURL = configuration.publicURL
+    }
+
+    private let publicURL: String
+
+    /// The daemon's services, in the order they start: the admin socket, the sweeper, the HTTP server.
+    public var serviceList: [any Service] {
+        let logger = logger
+        let announce = announce
+        let listenURL = listenURL
+        let publicURL = publicURL
+        return [admin as any Service] + background + [
+            HTTPService(server: server) { port in
+                let url = listenURL(port)
+                logger.notice("listening", ["url": .string(url), "publicURL": .string(publicURL)])
+                announce("cardvault serving on \(url)")
+            }
+        ]
+    }
+
+    /// Runs every service until `stop` returns a signal (``TerminationSignals/next()``), then waits for all of
+    /// them and closes the store.
+    public func run(until stop: @escaping @Sendable () async -> Int32?) async throws {
+        let store = store
+        try await DaemonLifecycle.run(services: serviceList, logger: logger, until: stop) { store.close() }
+    }
+}

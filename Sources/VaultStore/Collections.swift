@@ -1,0 +1,55 @@
+/// Every collection the daemon stores records in, in one table, so no two kinds of record share a name and
+/// `cardvault inspect` and the docs can list them. Names are part of the data on disk: never rename one.
+///
+/// VaultStore only names them; the domain modules own what the records hold (see CONTRIBUTING.md, "adding a
+/// record kind").
+public enum Collections {
+    // MARK: Merchant API (Payments)
+    public static let clients = "clients"
+    public static let bearerTokens = "bearer-tokens"
+    public static let users = "users"
+    public static let wallets = "wallets"
+    public static let walletsByUser = "wallets-by-user"
+    public static let registrations = "card-registrations"
+    public static let cards = "cards"
+    public static let cardsByUser = "cards-by-user"
+    public static let cardsByFingerprint = "cards-by-fingerprint"
+    /// The vaulted card numbers, one record per card; the file store seals every value.
+    public static let vault = "card-numbers"
+    public static let profilingAttempts = "profiling-attempts"
+    public static let idempotency = "idempotent-responses"
+
+    // MARK: Pay-ins, validations, refunds and risk (Payments)
+    public static let payIns = "payins"
+    public static let validations = "card-validations"
+    public static let refunds = "refunds"
+    public static let transactionsByCard = "transactions-by-card"
+    public static let refundsByPayIn = "refunds-by-payin"
+    public static let challengesAwaiting = "challenges-awaiting"
+    public static let profilingAssessments = "profiling-assessments"
+    public static let riskAttempts = "risk-attempts"
+    public static let riskFailures = "risk-failures"
+    public static let riskSuccesses = "risk-successes"
+
+    // MARK: Hosted checkout (Checkout)
+    public static let checkoutRegistrations = "checkout-registrations"
+    public static let checkoutMerchants = "checkout-merchants"
+    public static let checkoutSessions = "checkout-sessions"
+    public static let checkoutTransactions = "checkout-transactions"
+    public static let checkoutWallets = "checkout-wallets"
+    public static let checkoutPairingTransactions = "checkout-pairing-transactions"
+    public static let checkoutPairings = "checkout-pairings"
+    public static let checkoutAudit = "checkout-audit"
+
+    // MARK: The checkout's shoppers in the merchant API (CardVaultApp's card-vault adapter)
+    public static let checkoutShoppers = "checkout-shoppers"
+
+    /// Every name above, for listings and the uniqueness test.
+    public static let all: [String] = [
+        clients, bearerTokens, users, wallets, walletsByUser, registrations, cards, cardsByUser, cardsByFingerprint,
+        vault, profilingAttempts, idempotency, payIns, validations, refunds, transactionsByCard, refundsByPayIn,
+        challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
+        checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
+        checkoutPairings, checkoutAudit, checkoutShoppers,
+    ]
+}

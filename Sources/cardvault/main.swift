@@ -1,3 +1,0 @@
-import Foundation
-
-exit(CardVaultCLI.run(CommandLine.arguments))
