@@ -37,6 +37,8 @@ import VaultStore
         #expect(
             written.subtracting(known).isEmpty, "collections without a lifetime: \(written.subtracting(known).sorted())"
         )
+        // And every collection the code declares.
+        #expect(Set(Collections.all).subtracting(known).isEmpty, "\(Set(Collections.all).subtracting(known).sorted())")
         let names = BackgroundServices.recordLifetimes(services: h.services, checkout: checkout).map(\.collection)
         #expect(Set(names).count == names.count)
     }
