@@ -1,6 +1,6 @@
+import Foundation
 // swift-tools-version:6.0
 import PackageDescription
-import Foundation
 
 /// One settings block for every Swift target: Swift 6 language mode (the tools version's default),
 /// strict concurrency, and the upcoming features the codebase already follows.
@@ -126,7 +126,9 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     ]
     package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))
     package.targets.append(
-        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport", swiftSettings: swiftSettings))
+        .target(
+            name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Fuzz/Targets/FuzzSupport",
+            swiftSettings: swiftSettings))
     package.targets.append(
         .target(
             name: "FuzzStoreSupport", dependencies: ["FuzzSupport", "VaultStore", "VaultCrypto", "VaultCore"],
@@ -134,7 +136,8 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
     for target in fuzzTargets {
         package.targets.append(
             .executableTarget(
-                name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "Fuzz/Targets/" + target.name,
+                name: target.name, dependencies: target.dependencies + ["FuzzSupport"],
+                path: "Fuzz/Targets/" + target.name,
                 swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])],
                 // gold fails on libFuzzer's archive next to SwiftPM's `--defsym main=`; lld links it.
                 linkerSettings: [.unsafeFlags(["-use-ld=lld"])]))

@@ -102,7 +102,8 @@ public struct AdminProgress: Sendable {
 }
 
 /// A named admin command: arguments in, a result out, progress on the way.
-public typealias AdminHandler = @Sendable (_ arguments: [String: AdminValue], _ progress: AdminProgress) async throws ->
+public typealias AdminHandler =
+    @Sendable (_ arguments: [String: AdminValue], _ progress: AdminProgress) async throws ->
     AdminValue
 
 /// The registry of admin commands. Open: any part of the daemon registers its own
@@ -122,7 +123,9 @@ public final class AdminHandlers: Sendable {
 
     /// Runs `command` in this process (what the server does for each request, and what the CLI
     /// does on the files directly when no daemon runs).
-    public func invoke(_ command: String, arguments: [String: AdminValue] = [:], progress: AdminProgress = .ignored)
+    public func invoke(
+        _ command: String, arguments: [String: AdminValue] = [:], progress: AdminProgress = .ignored
+    )
         async throws -> AdminValue
     {
         guard let handler = handlers.withLock({ $0[command] }) else {
@@ -149,12 +152,16 @@ struct AdminMessage: Codable {
     func line() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return Array((try? encoder.encode(self)) ?? Data("{\"ok\":false,\"error\":\"unencodable reply\"}".utf8)) + [0x0A]
+        return Array((try? encoder.encode(self)) ?? Data("{\"ok\":false,\"error\":\"unencodable reply\"}".utf8)) + [
+            0x0A
+        ]
     }
 }
 
 /// A Unix stream socket address for `path`.
-private func withSocketAddress<Result>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) throws -> Result {
+private func withSocketAddress<Result>(
+    _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
+) throws -> Result {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -167,7 +174,9 @@ private func withSocketAddress<Result>(_ path: String, _ body: (UnsafePointer<so
         raw[bytes.count] = 0
     }
     return withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
 }
 
@@ -361,7 +370,9 @@ public final class AdminSocketServer: Service {
         var writable = true
         for await request in requests where writable {
             guard let request, let command = request.command else {
-                _ = writeAll(fd, AdminMessage(ok: false, code: AdminError.badMessage, error: "expected {\"command\":...}").line())
+                _ = writeAll(
+                    fd, AdminMessage(ok: false, code: AdminError.badMessage, error: "expected {\"command\":...}").line()
+                )
                 continue
             }
             let writeLock = Locked(())

@@ -34,7 +34,9 @@ public enum StoreAdminCommands {
         }
         handlers.register("keys.rotate") { _, _ in
             let info = try store.rotateDataKey()
-            return .object(["version": .int(Int(info.version)), "created": .int(Int(info.created.timeIntervalSince1970))])
+            return .object([
+                "version": .int(Int(info.version)), "created": .int(Int(info.created.timeIntervalSince1970)),
+            ])
         }
         handlers.register("keys.rotate-master") { _, _ in
             try store.rotateMasterKey()

@@ -115,7 +115,10 @@ public struct BrandCatalog: Sendable {
                 let digit = Int(digits[depth] &- 0x30)
                 guard digit < 10 else { break }
                 let child = Int(children[node &* 10 &+ digit])
-                if child == 0 { fellOff = true; break }
+                if child == 0 {
+                    fellOff = true
+                    break
+                }
                 node = child
                 depth &+= 1
             }

@@ -54,8 +54,14 @@ public enum CardBrand: String, CaseIterable, Hashable, Sendable, Codable {
     /// The lengths as a bit mask (bit n set: n digits allowed); a switch over constants, so the hot path never
     /// builds an array.
     private var lengthMask: UInt64 {
-        let l12: UInt64 = 1 << 12, l13: UInt64 = 1 << 13, l14: UInt64 = 1 << 14, l15: UInt64 = 1 << 15
-        let l16: UInt64 = 1 << 16, l17: UInt64 = 1 << 17, l18: UInt64 = 1 << 18, l19: UInt64 = 1 << 19
+        let l12: UInt64 = 1 << 12
+        let l13: UInt64 = 1 << 13
+        let l14: UInt64 = 1 << 14
+        let l15: UInt64 = 1 << 15
+        let l16: UInt64 = 1 << 16
+        let l17: UInt64 = 1 << 17
+        let l18: UInt64 = 1 << 18
+        let l19: UInt64 = 1 << 19
         switch self {
         case .visa: return l16 | l18 | l19
         case .mastercard: return l16

@@ -40,7 +40,9 @@ public struct PAN: Hashable, Sendable, CustomStringConvertible, CustomDebugStrin
 
     /// Builds a PAN from ASCII digits only (no separators), as stored in the vault.
     /// - Throws: ``CardValidationError`` as ``init(_:catalog:)``.
-    public init(validating digits: UnsafeBufferPointer<UInt8>, catalog: borrowing BrandCatalog = .standard)
+    public init(
+        validating digits: UnsafeBufferPointer<UInt8>, catalog: borrowing BrandCatalog = .standard
+    )
         throws(CardValidationError)
     {
         let check = CardNumberCheck(asciiDigits: digits, catalog: catalog)

@@ -1,6 +1,6 @@
 public import Configuration
-import MangopayAPI
 public import HTTPServer
+import MangopayAPI
 public import VaultCore
 
 /// Assembles the daemon's HTTP side: the configuration, the route groups and the server.
@@ -29,7 +29,8 @@ public struct CardVaultApplication: Sendable {
     public func makeRouter() -> Router {
         // The HTTP layer's own errors are worded in the Mangopay dialect on every path (as the API always has).
         var router = Router(errorDialect: .mangopay)
-        let groups: [any RouteGroup] = [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
+        let groups: [any RouteGroup] =
+            [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
         for group in groups {
             group.register(on: &router)
         }

@@ -20,10 +20,13 @@ public enum MerchantAdminCommands {
         MasterpassAdminCommands.register(services, in: handlers)
         handlers.register("clients.list") { _, _ in
             let clients = try await services.clients.all()
-            return .array(clients.map { client in
-                .object(["ClientId": .string(client.clientId), "Name": .string(client.name),
-                         "CreationDate": .int(Int(client.creationDate))])
-            })
+            return .array(
+                clients.map { client in
+                    .object([
+                        "ClientId": .string(client.clientId), "Name": .string(client.name),
+                        "CreationDate": .int(Int(client.creationDate)),
+                    ])
+                })
         }
     }
 }

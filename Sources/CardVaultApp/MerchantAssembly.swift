@@ -20,12 +20,14 @@ public enum MerchantAssembly {
         configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
         logger: Logger, clock: any WallClock = SystemClock()
     ) throws(ConfigurationError) -> MerchantServices {
-        let sandbox = try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
-            try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
-        } ?? SandboxBehaviour()
-        let risk = try configuration.riskFile.map { (file) throws(ConfigurationError) in
-            try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
-        } ?? RiskPolicy()
+        let sandbox =
+            try configuration.sandboxFile.map { (file) throws(ConfigurationError) in
+                try JSONOverDefaults.load(file, over: SandboxBehaviour(), field: "sandboxFile")
+            } ?? SandboxBehaviour()
+        let risk =
+            try configuration.riskFile.map { (file) throws(ConfigurationError) in
+                try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
+            } ?? RiskPolicy()
         return MerchantServices(
             environment: PaymentsEnvironment(
                 store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: fingerprintKeys,
@@ -51,7 +53,8 @@ public enum MerchantAssembly {
         if try await services.clients.all().isEmpty {
             let credentials = try await services.clients.create(name: developmentClientName)
             announce(
-                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
+                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)"
+            )
         }
         return [
             MangopayRoutes(

@@ -61,14 +61,18 @@ public struct CheckoutError: CodedError, Equatable {
     public static func == (lhs: CheckoutError, rhs: CheckoutError) -> Bool { lhs.code == rhs.code }
 
     /// A validation failure listing `fieldErrors`.
-    public static func invalid(_ fieldErrors: [CheckoutFieldError], file: String = #fileID, line: Int = #line)
+    public static func invalid(
+        _ fieldErrors: [CheckoutFieldError], file: String = #fileID, line: Int = #line
+    )
         -> CheckoutError
     {
         CheckoutError(.invalidRequest, "The request is invalid", fieldErrors: fieldErrors, file: file, line: line)
     }
 
     /// A validation failure of one field.
-    public static func invalid(_ field: String, _ message: String, file: String = #fileID, line: Int = #line)
+    public static func invalid(
+        _ field: String, _ message: String, file: String = #fileID, line: Int = #line
+    )
         -> CheckoutError
     {
         invalid([CheckoutFieldError(field: field, message: message)], file: file, line: line)

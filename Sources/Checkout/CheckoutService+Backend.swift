@@ -72,7 +72,9 @@ extension CheckoutService {
     /// - Throws: ``CheckoutError`` `.invalidRequest` (missing or malformed fields, cartId mismatch),
     ///   `.authorizationFailed` (checkoutId not this client's), `.notFound`, `.invalidState` (not completed),
     ///   `.expired`.
-    public func paymentData(clientId: String, transactionId: String?, checkoutId: String?, cartId: String?)
+    public func paymentData(
+        clientId: String, transactionId: String?, checkoutId: String?, cartId: String?
+    )
         async throws -> MasterpassPaymentData
     {
         var errors = CheckoutFieldErrors()
@@ -106,11 +108,14 @@ extension CheckoutService {
 
     /// The audit records of `transactionId` of `clientId`, oldest first.
     public func paymentDataAccesses(clientId: String, transactionId: String) async throws -> [PaymentDataAccess] {
-        try await read([PaymentDataAccess].self, Collection.audit, id: Self.scoped(clientId, transactionId))?.value ?? []
+        try await read([PaymentDataAccess].self, Collection.audit, id: Self.scoped(clientId, transactionId))?.value
+            ?? []
     }
 
     /// Puts the card number in for PCI-compliant clients, audits, and returns.
-    func serve(_ data: MasterpassPaymentData, cardId: String, session: CheckoutSession, operation: String)
+    func serve(
+        _ data: MasterpassPaymentData, cardId: String, session: CheckoutSession, operation: String
+    )
         async throws -> MasterpassPaymentData
     {
         var served = data
@@ -130,7 +135,9 @@ extension CheckoutService {
             at: Int64((clock.now.timeIntervalSince1970 * 1000).rounded(.down)), outcome: outcome, operation: operation)
         let id = Self.scoped(session.clientId, session.transactionId)
         // One record per transaction holds its reads in order; concurrent reads retry on the version.
-        return try await retryingOnConflict(attempts: 8, exhausted: CheckoutError(.unavailable, "The audit could not be written; retry")) {
+        return try await retryingOnConflict(
+            attempts: 8, exhausted: CheckoutError(.unavailable, "The audit could not be written; retry")
+        ) {
             let existing = try await read([PaymentDataAccess].self, Collection.audit, id: id)
             try await store.put(
                 Collection.audit, id: id, value: try Self.encode((existing?.value ?? []) + [access]),
@@ -333,7 +340,9 @@ extension CheckoutService {
 
     /// Payment data for a paired wallet's card without the hosted page; the pairing id rotates.
     /// - Throws: ``CheckoutError`` `.invalidRequest`, `.authorizationFailed`, `.notFound`.
-    public func expressCheckout(clientId: String, _ input: MasterpassExpressCheckoutInput) async throws
+    public func expressCheckout(
+        clientId: String, _ input: MasterpassExpressCheckoutInput
+    ) async throws
         -> MasterpassPaymentData
     {
         var errors = CheckoutFieldErrors()
@@ -438,7 +447,9 @@ extension CheckoutService {
     /// Gives `wallet` a new pairing id, retiring the old one, in one atomic write with `extra`. A nil `version`
     /// creates the wallet.
     @discardableResult
-    func rotate(_ wallet: PairingWallet, version: UInt64?, newPairingId: String? = nil, extra: [RecordWrite])
+    func rotate(
+        _ wallet: PairingWallet, version: UInt64?, newPairingId: String? = nil, extra: [RecordWrite]
+    )
         async throws
         -> (PairingWallet, String)
     {

@@ -84,7 +84,9 @@ extension CheckoutService {
     /// page URL the merchant hands to the shopper.
     /// - Throws: ``CheckoutError`` `.invalidRequest` (field by field), `.authorizationFailed` (not this client's
     ///   checkout id), `.callbackNotRegistered`.
-    public func startSession(clientId: String, checkoutId: String, _ input: CheckoutSessionInput) async throws
+    public func startSession(
+        clientId: String, checkoutId: String, _ input: CheckoutSessionInput
+    ) async throws
         -> StartedCheckout
     {
         let registration = try await ownedRegistration(clientId: clientId, checkoutId: checkoutId)
@@ -191,7 +193,9 @@ extension CheckoutService {
     }
 
     /// Checks the request's callback and card types against the registration; returns the callback to use.
-    func checkCallbackAndTypes(_ request: CheckoutRequest, registration: CheckoutRegistration) throws
+    func checkCallbackAndTypes(
+        _ request: CheckoutRequest, registration: CheckoutRegistration
+    ) throws
         -> CheckoutCallbackURL
     {
         let callback = request.callbackURL ?? registration.defaultCallback

@@ -155,7 +155,9 @@ public struct CheckoutService: Sendable {
     /// Handles the posted form of session `sessionId`: validates the fields, vaults the card, runs 3-D Secure
     /// unless suppressed, and answers with the next step.
     /// - Throws: ``CheckoutError`` `.notFound` for an unknown session.
-    public func submit(sessionId: String, form: CheckoutForm, signals: CheckoutDeviceSignals) async throws
+    public func submit(
+        sessionId: String, form: CheckoutForm, signals: CheckoutDeviceSignals
+    ) async throws
         -> CheckoutStep
     {
         guard let found = try await loadSession(sessionId) else {
@@ -294,7 +296,9 @@ public struct CheckoutService: Sendable {
     }
 
     /// Applies an event, mapping an illegal one to `.invalidState`.
-    func apply(_ event: CheckoutSessionStateMachine.Event, to session: inout CheckoutSession) throws
+    func apply(
+        _ event: CheckoutSessionStateMachine.Event, to session: inout CheckoutSession
+    ) throws
         -> [CheckoutSessionStateMachine.Action]
     {
         do {
@@ -391,7 +395,9 @@ public struct CheckoutService: Sendable {
     }
 
     /// Checks the non-card fields of the form; returns what it could read.
-    func validateDetails(_ form: CheckoutForm, session: CheckoutSession, errors: inout CheckoutFieldErrors)
+    func validateDetails(
+        _ form: CheckoutForm, session: CheckoutSession, errors: inout CheckoutFieldErrors
+    )
         -> (
             holder: String, billing: MasterpassAddress?, shipping: MasterpassAddress?,
             personalInfo: MasterpassPersonalInfo?
@@ -462,7 +468,9 @@ public struct CheckoutService: Sendable {
     }
 
     /// Checks presence, shape and brand of the typed card before it goes to the vault.
-    func validateCardFields(_ form: CheckoutForm, session: CheckoutSession, errors: inout CheckoutFieldErrors)
+    func validateCardFields(
+        _ form: CheckoutForm, session: CheckoutSession, errors: inout CheckoutFieldErrors
+    )
         -> CheckoutCardInput?
     {
         var digits = ""
@@ -534,7 +542,9 @@ public struct CheckoutService: Sendable {
         try await store.read(type, collection, id: id)
     }
 
-    func write(_ collection: String, id: String, _ value: some Encodable, condition: WriteCondition = .unconditional)
+    func write(
+        _ collection: String, id: String, _ value: some Encodable, condition: WriteCondition = .unconditional
+    )
         async throws
     {
         do {

@@ -181,7 +181,9 @@ public struct CheckoutSessionStateMachine: Sendable, Equatable, Codable {
         throw .illegal(state: state.name, event: event.name)
     }
 
-    private mutating func complete(_ submission: CheckoutSubmission, authentication: CheckoutAuthenticationOutcome?)
+    private mutating func complete(
+        _ submission: CheckoutSubmission, authentication: CheckoutAuthenticationOutcome?
+    )
         -> Outcome
     {
         state = .completed(submission, authentication: authentication)

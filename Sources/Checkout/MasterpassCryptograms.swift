@@ -44,7 +44,9 @@ public struct MasterpassCryptograms: Sendable {
     /// A token in network-token style for card `cardId` of `clientId`: as long as the card number, starting with
     /// the card's BIN (so that brand detection keeps working), the rest derived from the key, a valid Luhn check
     /// digit, and last four digits that differ from the card's (so it can never equal the number).
-    public func networkToken(clientId: String, cardId: String, bin: String, length: Int, cardLastFour: String)
+    public func networkToken(
+        clientId: String, cardId: String, bin: String, length: Int, cardLastFour: String
+    )
         -> String
     {
         let length = max(length, bin.utf8.count + 5)

@@ -233,7 +233,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
             throw ConfigurationError(.malformedFile, field: "", message: "configuration file \(path) is not valid JSON")
         }
         guard let object = parsed as? [String: Any] else {
-            throw ConfigurationError(.malformedFile, field: "", message: "configuration file \(path) must hold a JSON object")
+            throw ConfigurationError(
+                .malformedFile, field: "", message: "configuration file \(path) must hold a JSON object")
         }
         try apply(object: object, prefix: "")
     }
@@ -333,7 +334,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path),
             let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN ")
         else {
-            throw ConfigurationError(.invalidValue, field: field, message: "\(field): cannot read a PEM file at \(path)")
+            throw ConfigurationError(
+                .invalidValue, field: field, message: "\(field): cannot read a PEM file at \(path)")
         }
         return text
     }

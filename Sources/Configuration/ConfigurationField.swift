@@ -137,7 +137,9 @@ struct ConfigurationField: Sendable {
         ConfigurationField(path: "tls.keyFile", environmentName: "CARDVAULT_TLS_KEY_FILE", kind: .optionalPath) {
             config, value in config.tls.keyFile = Self.optionalText(value)
         },
-        ConfigurationField(path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath) {
+        ConfigurationField(
+            path: "tls.clientCAFile", environmentName: "CARDVAULT_TLS_CLIENT_CA_FILE", kind: .optionalPath
+        ) {
             config, value in config.tls.clientCAFile = Self.optionalText(value)
         },
         ConfigurationField(
@@ -240,7 +242,8 @@ struct ConfigurationField: Sendable {
             }
             return .address(host: host, port: port)
         case .url:
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https",
                 let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
             else { throw invalid("must be an absolute http:// or https:// URL without query or fragment") }
             return .text(text.hasSuffix("/") ? String(text.dropLast()) : text)
@@ -264,7 +267,9 @@ struct ConfigurationField: Sendable {
         case .integer(let range):
             throw invalid("must be an integer from \(range.lowerBound) to \(range.upperBound)")
         case .origins:
-            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let origins = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             for origin in origins where origin != "*" {
                 guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(),
                     scheme == "http" || scheme == "https", url.host != nil, url.path.isEmpty, url.query == nil
@@ -279,7 +284,9 @@ struct ConfigurationField: Sendable {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
@@ -288,7 +295,9 @@ struct ConfigurationField: Sendable {
             portText = text[text.index(after: colon)...]
             if host.contains(":") { return nil }
         }
-        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else { return nil }
+        guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65535).contains(port) else {
+            return nil
+        }
         return (String(host), port)
     }
 

@@ -3,7 +3,9 @@ import Foundation
 /// Reads a JSON settings file whose fields override a value's defaults: fields left out keep their
 /// default, unknown fields are refused by name, so a typo never silently falls back.
 public enum JSONOverDefaults {
-    public static func load<Value: Codable>(_ path: String, over defaults: Value, field: String) throws(ConfigurationError)
+    public static func load<Value: Codable>(
+        _ path: String, over defaults: Value, field: String
+    ) throws(ConfigurationError)
         -> Value
     {
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -79,7 +79,8 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
 
     public var customMirror: Mirror {
         Mirror(
-            self, children: fields.map { (label: LogScrubber.maskDigitRuns($0.name), value: Self.printable($0) as Any) },
+            self,
+            children: fields.map { (label: LogScrubber.maskDigitRuns($0.name), value: Self.printable($0) as Any) },
             displayStyle: .dictionary)
     }
 

@@ -1,7 +1,7 @@
-import Synchronization
-import CMicroHTTPD
 import CHTTPShims
+import CMicroHTTPD
 import Foundation
+import Synchronization
 public import VaultCore
 
 /// Why the server could not start.
@@ -153,7 +153,8 @@ final class RunningDaemon: @unchecked Sendable {
         guard (0...65535).contains(configuration.port),
             getaddrinfo(host, String(configuration.port), &hints, &found) == 0, let first = found
         else {
-            throw ServerError(.invalidAddress, "cannot resolve listen address \(configuration.host):\(configuration.port)")
+            throw ServerError(
+                .invalidAddress, "cannot resolve listen address \(configuration.host):\(configuration.port)")
         }
         defer { freeaddrinfo(found) }
         address = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<sockaddr_storage>.size, alignment: 16)
@@ -165,11 +166,13 @@ final class RunningDaemon: @unchecked Sendable {
         var flags: UInt32
         switch configuration.threadingMode {
         case .eventLoop:
-            flags = MHD_USE_EPOLL.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            flags =
+                MHD_USE_EPOLL.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
                 | MHD_USE_TURBO.rawValue
             settings.pointee.thread_pool_size = UInt32(max(1, configuration.threads))
         case .threadPerConnection:
-            flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+            flags =
+                MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
                 | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
         }
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }

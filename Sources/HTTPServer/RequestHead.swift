@@ -30,7 +30,9 @@ enum RequestHead {
     ///   target, or malformed or conflicting framing; 411 for `Transfer-Encoding` on HTTP/1.0 (whose
     ///   request bodies are framed by `Content-Length` only); 413 for a length over `maxBodyBytes`;
     ///   501 for a transfer coding other than `chunked`.
-    static func check(version: String, target: String, headers: HTTPHeaders, maxBodyBytes: Int) throws(HTTPError)
+    static func check(
+        version: String, target: String, headers: HTTPHeaders, maxBodyBytes: Int
+    ) throws(HTTPError)
         -> Framing
     {
         let http10 = version == "HTTP/1.0"

@@ -34,7 +34,9 @@ public struct Response: Sendable {
     }
 
     /// A plain-text response.
-    public static func text(_ text: String, status: HTTPStatus = .ok, contentType: String = "text/plain; charset=utf-8")
+    public static func text(
+        _ text: String, status: HTTPStatus = .ok, contentType: String = "text/plain; charset=utf-8"
+    )
         -> Response
     {
         Response(status: status, headers: ["Content-Type": contentType], body: Array(text.utf8))

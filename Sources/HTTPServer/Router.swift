@@ -77,7 +77,9 @@ public struct Router: Sendable {
     public mutating func get(_ pattern: String, handler: @escaping Handler) { add(.get, pattern, handler: handler) }
     public mutating func post(_ pattern: String, handler: @escaping Handler) { add(.post, pattern, handler: handler) }
     public mutating func put(_ pattern: String, handler: @escaping Handler) { add(.put, pattern, handler: handler) }
-    public mutating func delete(_ pattern: String, handler: @escaping Handler) { add(.delete, pattern, handler: handler) }
+    public mutating func delete(_ pattern: String, handler: @escaping Handler) {
+        add(.delete, pattern, handler: handler)
+    }
 
     private mutating func register(_ method: HTTPMethod, _ pattern: String, _ body: Body) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with /: \(pattern)")
@@ -92,7 +94,8 @@ public struct Router: Sendable {
             group.byMethod[method] = route.index
             literalPaths[pattern] = group
         } else if let position = parameterized.firstIndex(where: { $0.segments == segments }) {
-            precondition(parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
+            precondition(
+                parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
             parameterized[position].byMethod[method] = route.index
         } else {
             parameterized.append(PatternGroup(segments: segments, byMethod: [method: route.index]))

@@ -1,5 +1,5 @@
-import CMicroHTTPD
 import CHTTPShims
+import CMicroHTTPD
 import Dispatch
 import Foundation
 import Synchronization
@@ -252,12 +252,16 @@ final class ServerCore: Sendable {
     private func requestReceived(_ context: RequestContext, _ connection: OpaquePointer) -> MHD_Result {
         if context.bodyTooLarge {
             context.closeAfter = true
-            return queue(router.errorDialect.response(for: .payloadTooLarge(limit: configuration.maxBodyBytes)), context, connection)
+            return queue(
+                router.errorDialect.response(for: .payloadTooLarge(limit: configuration.maxBodyBytes)), context,
+                connection)
         }
         if let refusal = context.refusal {
             return queue(router.errorDialect.response(for: refusal), context, connection)
         }
-        guard let route = context.route else { return queue(router.errorDialect.response(for: .notFound), context, connection) }
+        guard let route = context.route else {
+            return queue(router.errorDialect.response(for: .notFound), context, connection)
+        }
         let request = makeRequest(context, connection, route)
         switch route.body {
         case .immediate(let handler):
@@ -282,7 +286,8 @@ final class ServerCore: Sendable {
                     answered.signal()
                 }
                 answered.wait()
-                return queue(answer.withLock { $0 } ?? router.errorDialect.response(for: .internalError), context, connection)
+                return queue(
+                    answer.withLock { $0 } ?? router.errorDialect.response(for: .internalError), context, connection)
             case .eventLoop:
                 MHD_suspend_connection(connection)
                 context.phase = .waiting
@@ -479,13 +484,14 @@ let accessHandlerCallback: MHD_AccessHandlerCallback = {
     )
 }
 
-let requestStartedCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?)
-    -> UnsafeMutableRawPointer? = { cls, uri, _ in
-        guard let cls else { return nil }
-        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-        let context = core.begin(target: uri.map { String(cString: $0) } ?? "/")
-        return Unmanaged.passRetained(context).toOpaque()
-    }
+let requestStartedCallback:
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?)
+        -> UnsafeMutableRawPointer? = { cls, uri, _ in
+            guard let cls else { return nil }
+            let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+            let context = core.begin(target: uri.map { String(cString: $0) } ?? "/")
+            return Unmanaged.passRetained(context).toOpaque()
+        }
 
 let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, slot, termination in
     guard let cls, let slot, let raw = slot.pointee else { return }

@@ -81,7 +81,8 @@ public enum URLEncodedForm {
                 out.append(0x20)
                 index += 1
             } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+                    let low = hexValue(bytes[index + 2])
                 else { throw HTTPError.badRequest("Malformed percent-encoding in form data") }
                 out.append(high << 4 | low)
                 index += 3
@@ -101,7 +102,8 @@ public enum URLEncodedForm {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+                    let low = hexValue(bytes[index + 2])
                 else { throw HTTPError.badRequest("Malformed percent-encoding in the path") }
                 out.append(high << 4 | low)
                 index += 3

@@ -32,7 +32,9 @@ struct MangopayFields {
     /// Parses `body`, which must be a JSON object.
     /// - Throws: ``PaymentsError`` `.invalidParameters` naming the body when it is empty, not JSON or no object.
     init(body: [UInt8]) throws {
-        guard !body.isEmpty else { throw PaymentsError.invalid("Body", "The request body is empty; a JSON object was expected.") }
+        guard !body.isEmpty else {
+            throw PaymentsError.invalid("Body", "The request body is empty; a JSON object was expected.")
+        }
         let value: MangopayJSON
         do {
             value = try MangopayJSON.parse(body)
@@ -303,7 +305,8 @@ extension MangopayFields {
     private mutating func party(_ key: String) -> PartyAddress? {
         object(key) { party in
             PartyAddress(
-                firstName: party.string("FirstName"), lastName: party.string("LastName"), address: party.address("Address"))
+                firstName: party.string("FirstName"), lastName: party.string("LastName"),
+                address: party.address("Address"))
         }
     }
 }

@@ -32,10 +32,11 @@ struct MangopayHandlers: Sendable {
             let client = try await services.clients.authenticate(
                 clientId: String(text[..<colon]), apiKey: String(text[text.index(after: colon)...]))
             let issued = try await services.bearerTokens.issue(for: client)
-            var response = MangopayResponse.json(.object([
-                ("access_token", .string(issued.accessToken.unsafeRevealed)), ("token_type", .string("Bearer")),
-                ("expires_in", .int(Int64(issued.expiresIn))),
-            ]))
+            var response = MangopayResponse.json(
+                .object([
+                    ("access_token", .string(issued.accessToken.unsafeRevealed)), ("token_type", .string("Bearer")),
+                    ("expires_in", .int(Int64(issued.expiresIn))),
+                ]))
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as PaymentsError where error.code == .invalidClient {
@@ -88,7 +89,8 @@ struct MangopayHandlers: Sendable {
             {
             case .replay(let stored):
                 return Response(
-                    status: HTTPStatus(stored.statusCode), headers: ["Content-Type": stored.contentType], body: stored.body)
+                    status: HTTPStatus(stored.statusCode), headers: ["Content-Type": stored.contentType],
+                    body: stored.body)
             case .proceed:
                 let response = await run(request) { try await body(clientId) }
                 if response.status.code >= 500 {
@@ -109,7 +111,8 @@ struct MangopayHandlers: Sendable {
     }
 
     private func authenticate(_ request: Request) async throws -> String {
-        guard let header = request.headers["Authorization"], header.count > 7, header.prefix(7).lowercased() == "bearer "
+        guard let header = request.headers["Authorization"], header.count > 7,
+            header.prefix(7).lowercased() == "bearer "
         else { throw PaymentsError(.invalidToken, "The authorization credentials are not valid") }
         let owner = try await services.bearerTokens.clientId(
             forToken: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
@@ -173,7 +176,8 @@ struct MangopayHandlers: Sendable {
     }
 
     func getUser(_ request: Request, clientId: String, type: PersonType?) async throws -> Response {
-        MangopayResponse.json(MangopayWire.user(try await services.users.get(clientId: clientId, id: id(request), type: type)))
+        MangopayResponse.json(
+            MangopayWire.user(try await services.users.get(clientId: clientId, id: id(request), type: type)))
     }
 
     func createWallet(_ request: Request, clientId: String) async throws -> Response {
@@ -193,22 +197,25 @@ struct MangopayHandlers: Sendable {
         let description = body.string("Description")
         let tag = body.string("Tag")
         try body.check()
-        let wallet = try await services.wallets.update(clientId: clientId, id: id(request), description: description, tag: tag)
+        let wallet = try await services.wallets.update(
+            clientId: clientId, id: id(request), description: description, tag: tag)
         return MangopayResponse.json(MangopayWire.wallet(wallet))
     }
 
     func listWallets(_ request: Request, clientId: String) async throws -> Response {
         let page = try page(request)
         return MangopayResponse.list(
-            try await services.wallets.list(clientId: clientId, userId: id(request), page: page), render: MangopayWire.wallet)
+            try await services.wallets.list(clientId: clientId, userId: id(request), page: page),
+            render: MangopayWire.wallet)
     }
 
     // MARK: Card registrations and cards
 
     func render(_ registration: CardRegistration) -> Response {
-        MangopayResponse.json(MangopayWire.cardRegistration(
-            registration,
-            url: services.cardRegistrations.tokenizationURL(clientId: registration.clientId, id: registration.id)))
+        MangopayResponse.json(
+            MangopayWire.cardRegistration(
+                registration,
+                url: services.cardRegistrations.tokenizationURL(clientId: registration.clientId, id: registration.id)))
     }
 
     func createCardRegistration(_ request: Request, clientId: String) async throws -> Response {
@@ -218,8 +225,9 @@ struct MangopayHandlers: Sendable {
         let cardType = body.string("CardType")
         let tag = body.string("Tag")
         try body.check()
-        return render(try await services.cardRegistrations.create(
-            clientId: clientId, userId: userId, currency: currency, cardType: cardType, tag: tag))
+        return render(
+            try await services.cardRegistrations.create(
+                clientId: clientId, userId: userId, currency: currency, cardType: cardType, tag: tag))
     }
 
     func updateCardRegistration(_ request: Request, clientId: String) async throws -> Response {
@@ -228,23 +236,26 @@ struct MangopayHandlers: Sendable {
         let cardHolderName = body.string("CardHolderName")
         let tag = body.string("Tag")
         try body.check()
-        return render(try await services.cardRegistrations.update(
-            clientId: clientId, id: id(request), registrationData: registrationData, cardHolderName: cardHolderName,
-            tag: tag))
+        return render(
+            try await services.cardRegistrations.update(
+                clientId: clientId, id: id(request), registrationData: registrationData, cardHolderName: cardHolderName,
+                tag: tag))
     }
 
     func updateCard(_ request: Request, clientId: String) async throws -> Response {
         var body = try MangopayFields(body: request.body)
         let active = body.boolean("Active")
         try body.check()
-        return MangopayResponse.json(MangopayWire.card(
-            try await services.cards.update(clientId: clientId, id: id(request), active: active)))
+        return MangopayResponse.json(
+            MangopayWire.card(
+                try await services.cards.update(clientId: clientId, id: id(request), active: active)))
     }
 
     func listUserCards(_ request: Request, clientId: String) async throws -> Response {
         let page = try page(request)
         return MangopayResponse.list(
-            try await services.cards.list(clientId: clientId, userId: id(request), page: page), render: MangopayWire.card)
+            try await services.cards.list(clientId: clientId, userId: id(request), page: page),
+            render: MangopayWire.card)
     }
 
     func listFingerprintCards(_ request: Request, clientId: String) async throws -> Response {

@@ -69,7 +69,9 @@ public struct MangopayRoutes: RouteGroup {
                 }
             }
             router.get(base + prefix + "/users/:id") { request in
-                await api.authorized(request) { clientId in try await api.getUser(request, clientId: clientId, type: nil) }
+                await api.authorized(request) { clientId in
+                    try await api.getUser(request, clientId: clientId, type: nil)
+                }
             }
         }
         router.get(base + "/users/:id/wallets") { request in
@@ -80,12 +82,15 @@ public struct MangopayRoutes: RouteGroup {
         }
 
         router.post(base + "/wallets") { request in
-            await api.authorized(request, idempotent: true) { clientId in try await api.createWallet(request, clientId: clientId) }
+            await api.authorized(request, idempotent: true) { clientId in
+                try await api.createWallet(request, clientId: clientId)
+            }
         }
         router.get(base + "/wallets/:id") { request in
             await api.authorized(request) { clientId in
-                MangopayResponse.json(MangopayWire.wallet(
-                    try await api.services.wallets.get(clientId: clientId, id: request.parameters["id"] ?? "")))
+                MangopayResponse.json(
+                    MangopayWire.wallet(
+                        try await api.services.wallets.get(clientId: clientId, id: request.parameters["id"] ?? "")))
             }
         }
         router.put(base + "/wallets/:id") { request in
@@ -105,20 +110,24 @@ public struct MangopayRoutes: RouteGroup {
             }
         }
         router.put(base + "/cardregistrations/:id") { request in
-            await api.authorized(request) { clientId in try await api.updateCardRegistration(request, clientId: clientId) }
+            await api.authorized(request) { clientId in
+                try await api.updateCardRegistration(request, clientId: clientId)
+            }
         }
 
         router.get(base + "/cards/:id") { request in
             await api.authorized(request) { clientId in
-                MangopayResponse.json(MangopayWire.card(
-                    try await api.services.cards.get(clientId: clientId, id: request.parameters["id"] ?? "")))
+                MangopayResponse.json(
+                    MangopayWire.card(
+                        try await api.services.cards.get(clientId: clientId, id: request.parameters["id"] ?? "")))
             }
         }
         router.put(base + "/cards/:id") { request in
             await api.authorized(request) { clientId in try await api.updateCard(request, clientId: clientId) }
         }
         router.get(base + "/cards/fingerprints/:fingerprint") { request in
-            await api.authorized(request) { clientId in try await api.listFingerprintCards(request, clientId: clientId) }
+            await api.authorized(request) { clientId in try await api.listFingerprintCards(request, clientId: clientId)
+            }
         }
         // Card transactions are listed by the pay-in routes (by fingerprint here); pre-authorizations do not exist.
         router.get(base + "/cards/:id/preauthorizations") { request in
@@ -127,7 +136,9 @@ public struct MangopayRoutes: RouteGroup {
             }
         }
         router.get(base + "/cards/fingerprints/:fingerprint/transactions") { request in
-            await api.authorized(request) { clientId in try await api.listFingerprintTransactions(request, clientId: clientId) }
+            await api.authorized(request) { clientId in
+                try await api.listFingerprintTransactions(request, clientId: clientId)
+            }
         }
 
         router.get(base + "/profiling/attempts/:reference") { request in
@@ -141,8 +152,10 @@ public struct MangopayRoutes: RouteGroup {
         for path in [base + "/responses/:key", base + "/responses//:key"] {
             router.get(path) { request in
                 await api.authorized(request) { clientId in
-                    MangopayResponse.json(MangopayWire.storedResponse(
-                        try await api.services.idempotency.response(clientId: clientId, key: request.parameters["key"] ?? "")))
+                    MangopayResponse.json(
+                        MangopayWire.storedResponse(
+                            try await api.services.idempotency.response(
+                                clientId: clientId, key: request.parameters["key"] ?? "")))
                 }
             }
         }

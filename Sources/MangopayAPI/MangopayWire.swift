@@ -31,7 +31,8 @@ enum MangopayWire {
                 ("Address", address(fields.address)), ("Birthday", .integer(fields.birthday)),
                 ("Nationality", .text(fields.nationality)), ("CountryOfResidence", .text(fields.countryOfResidence)),
                 ("Occupation", .text(fields.occupation)), ("IncomeRange", .text(fields.incomeRange)),
-                ("ProofOfIdentity", .null), ("ProofOfAddress", .null), ("Capacity", .string(fields.capacity ?? "NORMAL")),
+                ("ProofOfIdentity", .null), ("ProofOfAddress", .null),
+                ("Capacity", .string(fields.capacity ?? "NORMAL")),
                 ("PhoneNumber", .text(fields.phoneNumber)), ("PhoneNumberCountry", .text(fields.phoneNumberCountry)),
             ]
         case .legal:
@@ -43,19 +44,20 @@ enum MangopayWire {
                 ("ProofOfRegistration", .null), ("ShareholderDeclaration", .null), ("Statute", .null),
             ]
             if user.sca {
-                members.append((
-                    "LegalRepresentative",
-                    .object([
-                        ("FirstName", .text(fields.legalRepresentativeFirstName)),
-                        ("LastName", .text(fields.legalRepresentativeLastName)),
-                        ("Birthday", .integer(fields.legalRepresentativeBirthday)),
-                        ("Nationality", .text(fields.legalRepresentativeNationality)),
-                        ("CountryOfResidence", .text(fields.legalRepresentativeCountryOfResidence)),
-                        ("Email", .text(fields.legalRepresentativeEmail)),
-                        ("PhoneNumber", .text(fields.phoneNumber)),
-                        ("PhoneNumberCountry", .text(fields.phoneNumberCountry)),
-                    ])
-                ))
+                members.append(
+                    (
+                        "LegalRepresentative",
+                        .object([
+                            ("FirstName", .text(fields.legalRepresentativeFirstName)),
+                            ("LastName", .text(fields.legalRepresentativeLastName)),
+                            ("Birthday", .integer(fields.legalRepresentativeBirthday)),
+                            ("Nationality", .text(fields.legalRepresentativeNationality)),
+                            ("CountryOfResidence", .text(fields.legalRepresentativeCountryOfResidence)),
+                            ("Email", .text(fields.legalRepresentativeEmail)),
+                            ("PhoneNumber", .text(fields.phoneNumber)),
+                            ("PhoneNumberCountry", .text(fields.phoneNumberCountry)),
+                        ])
+                    ))
             } else {
                 members += [
                     ("LegalRepresentativeFirstName", .text(fields.legalRepresentativeFirstName)),
@@ -137,7 +139,8 @@ enum MangopayWire {
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int) -> String { value < 10 ? "0" + String(value) : String(value) }
         let time = parts.secondOfDay
-        return weekdays[parts.weekday] + ", " + two(parts.day) + " " + months[parts.month - 1] + " " + String(parts.year)
+        return weekdays[parts.weekday] + ", " + two(parts.day) + " " + months[parts.month - 1] + " "
+            + String(parts.year)
             + " " + two(time / 3600) + ":" + two(time / 60 % 60) + ":" + two(time % 60) + " GMT"
     }
 }

@@ -15,25 +15,31 @@ public struct PayInRoutes: RouteGroup {
         let handlers = PayInHandlers(services: services)
         let base = "/v2.01/:clientId"
         router.post(base + "/payins/card/direct") { request in
-            await api.authorized(request, idempotent: true) { clientId in try await handlers.create(request, clientId: clientId) }
+            await api.authorized(request, idempotent: true) { clientId in
+                try await handlers.create(request, clientId: clientId)
+            }
         }
         router.get(base + "/payins/:id") { request in
             await api.authorized(request) { clientId in try await handlers.get(request, clientId: clientId) }
         }
         router.post(base + "/payins/:id/refunds") { request in
-            await api.authorized(request, idempotent: true) { clientId in try await handlers.refund(request, clientId: clientId) }
+            await api.authorized(request, idempotent: true) { clientId in
+                try await handlers.refund(request, clientId: clientId)
+            }
         }
         router.get(base + "/payins/:id/refunds") { request in
             await api.authorized(request) { clientId in try await handlers.refunds(request, clientId: clientId) }
         }
         router.get(base + "/refunds/:id") { request in
             await api.authorized(request) { clientId in
-                MangopayResponse.json(MangopayWire.refund(
-                    try await services.payIns.refund(clientId: clientId, id: request.parameters["id"] ?? "")))
+                MangopayResponse.json(
+                    MangopayWire.refund(
+                        try await services.payIns.refund(clientId: clientId, id: request.parameters["id"] ?? "")))
             }
         }
         router.get(base + "/cards/:id/transactions") { request in
-            await api.authorized(request) { clientId in try await handlers.cardTransactions(request, clientId: clientId) }
+            await api.authorized(request) { clientId in try await handlers.cardTransactions(request, clientId: clientId)
+            }
         }
         router.post(base + "/cards/:id/validation") { request in
             await api.authorized(request, idempotent: true) { clientId in

@@ -56,15 +56,16 @@ extension MangopayWire {
     }
 
     static func payIn(_ payIn: PayIn, redirectURL: String?) -> MangopayJSON {
-        .object(transactionMembers(payIn, redirectURL: redirectURL) + [
-            ("CreditedUserId", .text(payIn.creditedUserId)), ("DebitedFunds", funds(payIn.debitedFunds)),
-            ("CreditedFunds", funds(payIn.creditedFunds)), ("Fees", funds(payIn.fees)), ("Type", .string("PAYIN")),
-            ("Nature", .string("REGULAR")), ("CreditedWalletId", .text(payIn.creditedWalletId)),
-            ("DebitedWalletId", .null), ("PaymentType", .string("CARD")), ("ExecutionType", .string("DIRECT")),
-            ("SecurityInfo", .object([("AVSResult", .string("NO_CHECK"))])),
-            ("StatementDescriptor", .text(payIn.statementDescriptor)), ("Billing", party(payIn.billing)),
-            ("Shipping", party(payIn.shipping)), ("PreferredCardNetwork", .text(payIn.preferredCardNetwork)),
-        ])
+        .object(
+            transactionMembers(payIn, redirectURL: redirectURL) + [
+                ("CreditedUserId", .text(payIn.creditedUserId)), ("DebitedFunds", funds(payIn.debitedFunds)),
+                ("CreditedFunds", funds(payIn.creditedFunds)), ("Fees", funds(payIn.fees)), ("Type", .string("PAYIN")),
+                ("Nature", .string("REGULAR")), ("CreditedWalletId", .text(payIn.creditedWalletId)),
+                ("DebitedWalletId", .null), ("PaymentType", .string("CARD")), ("ExecutionType", .string("DIRECT")),
+                ("SecurityInfo", .object([("AVSResult", .string("NO_CHECK"))])),
+                ("StatementDescriptor", .text(payIn.statementDescriptor)), ("Billing", party(payIn.billing)),
+                ("Shipping", party(payIn.shipping)), ("PreferredCardNetwork", .text(payIn.preferredCardNetwork)),
+            ])
     }
 
     static func cardValidation(_ validation: PayIn, redirectURL: String?) -> MangopayJSON {
@@ -74,9 +75,10 @@ extension MangopayWire {
         case .failed: validity = "INVALID"
         case .created, .awaitingChallenge: validity = "UNKNOWN"
         }
-        return .object(transactionMembers(validation, redirectURL: redirectURL) + [
-            ("Type", .string("CARD_VALIDATION")), ("Validity", .string(validity)),
-        ])
+        return .object(
+            transactionMembers(validation, redirectURL: redirectURL) + [
+                ("Type", .string("CARD_VALIDATION")), ("Validity", .string(validity)),
+            ])
     }
 
     static func refund(_ refund: Refund) -> MangopayJSON {
@@ -86,7 +88,8 @@ extension MangopayWire {
             ("DebitedFunds", funds(refund.debitedFunds)), ("CreditedFunds", funds(refund.creditedFunds)),
             ("Fees", funds(refund.fees)), ("Status", .string(refund.status)),
             ("ResultCode", .string(refund.result.code)), ("ResultMessage", .string(refund.result.message)),
-            ("ExecutionDate", .integer(refund.executionDate)), ("Type", .string("PAYOUT")), ("Nature", .string("REFUND")),
+            ("ExecutionDate", .integer(refund.executionDate)), ("Type", .string("PAYOUT")),
+            ("Nature", .string("REFUND")),
             ("InitialTransactionId", .string(refund.payInId)), ("InitialTransactionType", .string("PAYIN")),
             ("DebitedWalletId", .string(refund.debitedWalletId)), ("CreditedWalletId", .null),
             ("RefundReason", .object([("RefundReasonMessage", .null), ("RefundReasonType", .string("OTHER"))])),
@@ -98,9 +101,16 @@ extension MangopayWire {
             ("TransactionId", .string(assessment.transactionId)), ("Score", .int(Int64(assessment.score))),
             ("Decision", .string(assessment.decision.rawValue.uppercased())),
             ("CreationDate", .int(assessment.creationDate)),
-            ("Reasons", .array(assessment.reasons.map { reason in
-                .object([("Rule", .string(reason.rule)), ("Detail", .string(reason.detail)), ("Points", .int(Int64(reason.points)))])
-            })),
+            (
+                "Reasons",
+                .array(
+                    assessment.reasons.map { reason in
+                        .object([
+                            ("Rule", .string(reason.rule)), ("Detail", .string(reason.detail)),
+                            ("Points", .int(Int64(reason.points))),
+                        ])
+                    })
+            ),
         ])
     }
 }

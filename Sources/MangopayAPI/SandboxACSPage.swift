@@ -15,7 +15,10 @@ struct SandboxACSPage: Sendable {
         ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
         // frame-ancestors 'none' (and X-Frame-Options for older browsers): no other site can frame the
         // challenge page to capture the shopper's one-time code or click through it for them.
-        ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'"
+        ),
         ("X-Frame-Options", "DENY"), ("X-Content-Type-Options", "nosniff"),
     ]
 
@@ -25,19 +28,27 @@ struct SandboxACSPage: Sendable {
             let view = try await services.payIns.challenge(
                 kind: request.parameters["kind"] ?? "", clientId: request.parameters["clientId"] ?? "",
                 id: request.parameters["id"] ?? "", secret: secret)
-            return Self.page(status: .ok, Self.challengeHTML(view, action: request.path, secret: secret,
-                                                              challengeCode: services.payIns.sandbox.challengeCode))
+            return Self.page(
+                status: .ok,
+                Self.challengeHTML(
+                    view, action: request.path, secret: secret,
+                    challengeCode: services.payIns.sandbox.challengeCode))
         } catch {
-            return Self.page(status: .notFound, Self.messageHTML(
-                title: "Authentication link not valid",
-                text: "This authentication link is not valid. Return to the merchant and try again."))
+            return Self.page(
+                status: .notFound,
+                Self.messageHTML(
+                    title: "Authentication link not valid",
+                    text: "This authentication link is not valid. Return to the merchant and try again."))
         }
     }
 
     func answer(_ request: Request) async -> Response {
         guard let form = try? request.formFields(), let secret = form["s"] else {
-            return Self.page(status: .badRequest, Self.messageHTML(
-                title: "Authentication not sent", text: "The authentication form was incomplete. Please try again."))
+            return Self.page(
+                status: .badRequest,
+                Self.messageHTML(
+                    title: "Authentication not sent", text: "The authentication form was incomplete. Please try again.")
+            )
         }
         let cancelled = form["action"] == "cancel"
         let code = cancelled ? nil : String((form["code"] ?? "").prefix(32))
@@ -51,20 +62,26 @@ struct SandboxACSPage: Sendable {
             response.headers.set("Referrer-Policy", "no-referrer")
             return response
         } catch let error as PaymentsError where error.code == .notFound {
-            return Self.page(status: .notFound, Self.messageHTML(
-                title: "Authentication link not valid",
-                text: "This authentication link is not valid. Return to the merchant and try again."))
+            return Self.page(
+                status: .notFound,
+                Self.messageHTML(
+                    title: "Authentication link not valid",
+                    text: "This authentication link is not valid. Return to the merchant and try again."))
         } catch {
-            return Self.page(status: .serviceUnavailable, Self.messageHTML(
-                title: "Authentication not recorded", text: "Your answer could not be recorded. Please try again."))
+            return Self.page(
+                status: .serviceUnavailable,
+                Self.messageHTML(
+                    title: "Authentication not recorded", text: "Your answer could not be recorded. Please try again."))
         }
     }
 
     /// The 429 page (``RateLimitGate`` sets the status and `Retry-After`).
     static func tooManyRequests(retryAfter seconds: Int) -> Response {
-        page(status: .tooManyRequests, messageHTML(
-            title: "Too many attempts",
-            text: "Too many requests came from your network. Wait \(seconds) seconds and try again."))
+        page(
+            status: .tooManyRequests,
+            messageHTML(
+                title: "Too many attempts",
+                text: "Too many requests came from your network. Wait \(seconds) seconds and try again."))
     }
 
     private static func page(status: HTTPStatus, _ html: String) -> Response {

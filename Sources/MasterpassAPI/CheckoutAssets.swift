@@ -1,5 +1,5 @@
-import HTTPServer
 import CardKit
+import HTTPServer
 
 /// The static files of the hosted checkout: style sheet, script and the Click to Pay logo, served from
 /// `/srci/assets/`. The script's brand table is generated from CardKit's ``BrandCatalog/standardRanges``, so the

@@ -1,6 +1,6 @@
-import HTTPServer
 import CardKit
 import Checkout
+import HTTPServer
 
 /// What the shopper typed, to show again after an error. Never the card number or the security code.
 struct CheckoutFormValues: Sendable, Equatable {
@@ -58,7 +58,8 @@ enum CheckoutPage {
             html += "</ul></div>"
         }
         // The page's language rides along in the form's URL (a page view stores nothing).
-        html += "<form id=\"checkout-form\" method=\"post\" action=\"\(e(base))/submit?locale=\(e(request.locale.rawValue))\" novalidate>"
+        html +=
+            "<form id=\"checkout-form\" method=\"post\" action=\"\(e(base))/submit?locale=\(e(request.locale.rawValue))\" novalidate>"
         if !session.savedCards.isEmpty {
             html += "<fieldset class=\"saved\"><legend>\(e(text[.savedCards]))</legend>"
             for (index, saved) in session.savedCards.enumerated() {

@@ -1,5 +1,5 @@
-import Foundation
 import Checkout
+import Foundation
 
 /// The texts of the hosted checkout pages, per locale (en_US, fr_FR). Field error sentences come from the domain
 /// in English; ``message(_:)`` translates the known ones.

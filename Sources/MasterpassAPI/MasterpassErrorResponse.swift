@@ -1,6 +1,6 @@
+import Checkout
 import Foundation
 import HTTPServer
-import Checkout
 
 /// Maps ``CheckoutError`` to Masterpass-style JSON answers:
 /// `{"Errors":{"Error":[{"Source","ReasonCode","Description","Recoverable","Details"}]}}`, one element per bad
@@ -87,7 +87,8 @@ struct MasterpassErrorResponse: HTTPResponseError {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let body = (try? encoder.encode(Body(list: Body.List(elements: errors)))).map { Array($0) } ?? []
-        var response = Response(status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+        var response = Response(
+            status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
         if status == .serviceUnavailable { response.headers.set("Retry-After", Response.unavailableRetryAfterSeconds) }
         return response
     }

@@ -1,7 +1,7 @@
 import CardKit
+public import Checkout
 import Foundation
 public import HTTPServer
-public import Checkout
 public import VaultCore
 
 /// The Masterpass / Secure Remote Commerce dialect: the hosted checkout pages under `/srci/` and the merchant
@@ -244,8 +244,9 @@ struct CheckoutPageHandlers: Sendable {
             return MasterpassErrorResponse(
                 status: .tooManyRequests,
                 errors: [
-                    .init(Source: "CardVault", ReasonCode: "TOO_MANY_REQUESTS", Description: message, Recoverable: true,
-                          Details: "")
+                    .init(
+                        Source: "CardVault", ReasonCode: "TOO_MANY_REQUESTS", Description: message, Recoverable: true,
+                        Details: "")
                 ]
             ).makeResponse()
         }

@@ -59,7 +59,8 @@ public final class BearerTokens: Sendable {
         let digest = Self.digest(token)
         let now = environment.nowSeconds
         var entry = cache.withLock { $0[digest] }
-        if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest) {
+        if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest)
+        {
             entry = stored.value
             remember(digest, stored.value)
         }

@@ -21,7 +21,8 @@ public struct ResultCode: Sendable, Hashable, Codable {
     public static let invalidCardNumber = ResultCode(code: "105202", message: "Card number: invalid format")
     public static let invalidExpiry = ResultCode(code: "105203", message: "Expiry date: missing or invalid format")
     public static let invalidSecurityCode = ResultCode(code: "105204", message: "CVV: missing or invalid format")
-    public static let invalidRegistrationData = ResultCode(code: "105206", message: "Registration data : Invalid format")
+    public static let invalidRegistrationData = ResultCode(
+        code: "105206", message: "Registration data : Invalid format")
     public static let tokenInputError = ResultCode(code: "105299", message: "Token input Error")
 }
 
@@ -154,7 +155,10 @@ public struct CardRegistration: Sendable, Equatable, Codable {
         guard registrationData.hasPrefix("data=") else { return .fail(.invalidRegistrationData) }
         let token = registrationData.dropFirst("data=".count)
         guard let pending, ConstantTime.equals(CardRegistration.digest(token: String(token)), pending.tokenDigest)
-        else { return isPastAccessKeyExpiry(now: now, configuration) ? .fail(.tokenInputError) : .fail(.invalidRegistrationData) }
+        else {
+            return isPastAccessKeyExpiry(now: now, configuration)
+                ? .fail(.tokenInputError) : .fail(.invalidRegistrationData)
+        }
         // The vaulted number lives until the access key expires (the sweeper removes it then): completing later
         // fails, whether or not the sweeper has run yet.
         if isPastAccessKeyExpiry(now: now, configuration) { return .fail(.tokenInputError) }

@@ -41,9 +41,11 @@ public struct CardRegistrationService: Sendable {
     let rateLimiter: TokenizationRateLimiter
 
     /// Registration types that take card numbers (the others are wallet and bank methods).
-    public static let cardTypes: [String] = MangopayCardType.allCases.filter { !$0.acceptedBrands.isEmpty }.map(\.rawValue)
+    public static let cardTypes: [String] = MangopayCardType.allCases.filter { !$0.acceptedBrands.isEmpty }.map(
+        \.rawValue)
 
-    public init(environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, rateLimiter: TokenizationRateLimiter) {
+    public init(environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, rateLimiter: TokenizationRateLimiter)
+    {
         self.environment = environment
         self.users = UserService(environment: environment)
         self.securityCodes = securityCodes
@@ -139,7 +141,8 @@ public struct CardRegistrationService: Sendable {
                 case .failure(let code):
                     failure = code
                 case .success(let card):
-                    return try await accept(card, form: form, registration: registration, version: version,
+                    return try await accept(
+                        card, form: form, registration: registration, version: version,
                         signals: signals, now: now)
                 }
             }
@@ -171,7 +174,9 @@ public struct CardRegistrationService: Sendable {
 
     /// Validates number (CardKit: characters, length, Luhn, brand), brand against the registration type, expiry
     /// against the clock, and the security code's size for the brand.
-    func validateCard(_ form: TokenizationForm, cardType: String, clientId: String, requireSecurityCode: Bool = true)
+    func validateCard(
+        _ form: TokenizationForm, cardType: String, clientId: String, requireSecurityCode: Bool = true
+    )
         -> CardCheck
     {
         guard let number = form.cardNumber, let pan = try? PAN(number) else { return .failure(.invalidCardNumber) }
@@ -191,7 +196,8 @@ public struct CardRegistrationService: Sendable {
         }
         let mac = pan.withASCIIDigits { HMACSHA256.authenticationCode(for: Array($0), using: key) }
         let provider = MangopayCardProvider(brand: pan.brand)?.rawValue ?? pan.brand.rawValue.uppercased()
-        return .success(ValidatedCard(pan: pan, expiry: expiry, provider: provider, fingerprint: Identifier.hex(mac.prefix(16))))
+        return .success(
+            ValidatedCard(pan: pan, expiry: expiry, provider: provider, fingerprint: Identifier.hex(mac.prefix(16))))
     }
 
     private func accept(
@@ -236,8 +242,11 @@ public struct CardRegistrationService: Sendable {
         }
         environment.logger.info(
             "card tokenized",
-            ["clientId": .string(clientId), "cardRegistrationId": .string(registration.id), "cardId": .string(cardId),
-             "alias": .redacted(card.pan.alias)])
+            [
+                "clientId": .string(clientId), "cardRegistrationId": .string(registration.id),
+                "cardId": .string(cardId),
+                "alias": .redacted(card.pan.alias),
+            ])
         return .success(token: Redacted(token), profilingReference: attempt.reference)
     }
 
@@ -262,7 +271,10 @@ public struct CardRegistrationService: Sendable {
         rules.length(cardHolderName, "CardHolderName")
         rules.length(tag, "Tag")
         try rules.check()
-        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The card registration is being changed by another request; retry")) {
+        return try await retryingOnConflict(
+            attempts: 5,
+            exhausted: PaymentsError(.unavailable, "The card registration is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)
             }
@@ -285,14 +297,17 @@ public struct CardRegistrationService: Sendable {
                 return registration
             case .alreadyProcessed:
                 throw PaymentsError.invalid(
-                    "RegistrationData", "The card registration has already been processed (status \(registration.status.rawValue)).")
+                    "RegistrationData",
+                    "The card registration has already been processed (status \(registration.status.rawValue)).")
             case .fail(let result):
                 updated.status = .error
                 updated.result = result
                 updated.registrationData = registrationData
                 if let pending = registration.pending {
-                    writes.append(.delete(collection: Collections.vault, id: Identifier.scoped(clientId, pending.cardId),
-                        condition: .unconditional))
+                    writes.append(
+                        .delete(
+                            collection: Collections.vault, id: Identifier.scoped(clientId, pending.cardId),
+                            condition: .unconditional))
                     securityCodes.discard(clientId: clientId, cardId: pending.cardId)
                 }
             case .validate(let pending):
@@ -301,22 +316,29 @@ public struct CardRegistrationService: Sendable {
                 updated.registrationData = registrationData
                 updated.cardId = pending.cardId
                 let card = Card(
-                    id: pending.cardId, clientId: clientId, userId: registration.userId, currency: registration.currency,
+                    id: pending.cardId, clientId: clientId, userId: registration.userId,
+                    currency: registration.currency,
                     cardType: registration.cardType, cardProvider: pending.cardProvider, brand: pending.brand,
-                    alias: pending.alias, expirationDate: pending.expirationDate, country: pending.country, active: true,
+                    alias: pending.alias, expirationDate: pending.expirationDate, country: pending.country,
+                    active: true,
                     validity: .unknown, fingerprint: pending.fingerprint, cardHolderName: updated.cardHolderName,
                     tag: updated.tag, creationDate: now, cardRegistrationId: registration.id)
                 writes += [
-                    .put(collection: Collections.cards, id: Identifier.scoped(clientId, card.id),
+                    .put(
+                        collection: Collections.cards, id: Identifier.scoped(clientId, card.id),
                         value: try RecordCoding.encode(card), condition: .absent),
-                    .put(collection: Collections.cardsByUser, id: Identifier.indexed(clientId, card.userId, card.id),
+                    .put(
+                        collection: Collections.cardsByUser, id: Identifier.indexed(clientId, card.userId, card.id),
                         value: [], condition: .unconditional),
-                    .put(collection: Collections.cardsByFingerprint,
-                        id: Identifier.indexed(clientId, card.fingerprint, card.id), value: [], condition: .unconditional),
+                    .put(
+                        collection: Collections.cardsByFingerprint,
+                        id: Identifier.indexed(clientId, card.fingerprint, card.id), value: [],
+                        condition: .unconditional),
                 ]
             }
             writes.insert(
-                .put(collection: Collections.registrations, id: Identifier.scoped(clientId, id),
+                .put(
+                    collection: Collections.registrations, id: Identifier.scoped(clientId, id),
                     value: try RecordCoding.encode(updated), condition: .version(version)), at: 0)
             try await mapStoreErrors { try await environment.store.commit(writes) }
             return updated

@@ -32,7 +32,9 @@ public struct CardService: Sendable {
     /// Applies `Active`: false deactivates the card for good (and drops any held security code); true on an
     /// active card changes nothing; true on a deactivated card is refused.
     public func update(clientId: String, id: String, active: Bool?) async throws -> Card {
-        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The card is being changed by another request; retry")) {
+        return try await retryingOnConflict(
+            attempts: 5, exhausted: PaymentsError(.unavailable, "The card is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Card", id: id)
             }

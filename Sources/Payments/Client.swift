@@ -1,6 +1,6 @@
 import Foundation
-import VaultCrypto
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 /// A merchant allowed to use the API: its ClientId, a display name, and its API key kept only as a salted hash.

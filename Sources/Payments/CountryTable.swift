@@ -33,7 +33,8 @@ public struct CountryTable: Sendable, Codable, Equatable {
         var best: (bits: Int, country: String)?
         for (cidr, country) in ipv4 {
             let parts = cidr.split(separator: "/")
-            guard parts.count == 2, let base = Self.parseIPv4(String(parts[0])), let bits = Int(parts[1]), (0...32).contains(bits)
+            guard parts.count == 2, let base = Self.parseIPv4(String(parts[0])), let bits = Int(parts[1]),
+                (0...32).contains(bits)
             else { continue }
             let mask: UInt32 = bits == 0 ? 0 : ~UInt32(0) << (32 - bits)
             if value & mask == base & mask, bits >= (best?.bits ?? -1) { best = (bits, country) }

@@ -32,7 +32,9 @@ struct FieldRules {
     mutating func country(_ value: String?, _ field: String) {
         guard let value else { return }
         if !CountryCode.isValid(value) {
-            fail(field, "The value \(Self.quote(value)) is not valid for \(field). It must be an ISO 3166-1 alpha-2 code.")
+            fail(
+                field,
+                "The value \(Self.quote(value)) is not valid for \(field). It must be an ISO 3166-1 alpha-2 code.")
         }
     }
 
@@ -46,7 +48,9 @@ struct FieldRules {
     mutating func oneOf(_ value: String?, _ allowed: [String], _ field: String) {
         guard let value else { return }
         if !allowed.contains(value) {
-            fail(field, "Error converting value \(Self.quote(value)) for \(field). Allowed: " + allowed.joined(separator: ", "))
+            fail(
+                field,
+                "Error converting value \(Self.quote(value)) for \(field). Allowed: " + allowed.joined(separator: ", "))
         }
     }
 

@@ -64,11 +64,14 @@ public struct IdempotencyLedger: Sendable {
     /// Reserves `key` for this request or finds its earlier response.
     /// - Throws: ``PaymentsError`` `.invalidParameters` for a malformed key, `.idempotencyConflict` when the key
     ///   was used with another request or its first request is still running.
-    public func begin(clientId: String, key: String, method: String, path: String, body: [UInt8]) async throws
+    public func begin(
+        clientId: String, key: String, method: String, path: String, body: [UInt8]
+    ) async throws
         -> Decision
     {
         guard Self.isValidKey(key) else {
-            throw PaymentsError.invalid("Idempotency-Key", "The Idempotency-Key must be 16 to 36 characters of letters, digits and '-'.")
+            throw PaymentsError.invalid(
+                "Idempotency-Key", "The Idempotency-Key must be 16 to 36 characters of letters, digits and '-'.")
         }
         let digest = Self.digest(method: method, path: path, body: body)
         let id = Identifier.scoped(clientId, key)

@@ -4,7 +4,8 @@ public import VaultCore
 /// from another's in the store.
 public enum Identifier {
     private static let base32: [UInt8] = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
-    private static let alphanumerics: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+    private static let alphanumerics: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
 
     /// A new resource id: `prefix` + 26 lowercase base-32 characters (130 random bits), e.g. `card_4x…`.
     public static func make(_ prefix: String, random: any RandomSource) -> String {

@@ -18,7 +18,8 @@ public struct MerchantServices: Sendable {
     public let abuseLimits: AbuseLimits
 
     public init(
-        environment: PaymentsEnvironment, sandbox: SandboxBehaviour = SandboxBehaviour(), riskPolicy: RiskPolicy = RiskPolicy()
+        environment: PaymentsEnvironment, sandbox: SandboxBehaviour = SandboxBehaviour(),
+        riskPolicy: RiskPolicy = RiskPolicy()
     ) {
         self.environment = environment
         clients = ClientRegistry(environment: environment)
@@ -32,6 +33,7 @@ public struct MerchantServices: Sendable {
         cards = CardService(environment: environment, securityCodes: securityCodes)
         idempotency = IdempotencyLedger(environment: environment)
         payIns = PayInService(
-            environment: environment, securityCodes: securityCodes, sandbox: sandbox, riskEngine: RiskEngine(policy: riskPolicy))
+            environment: environment, securityCodes: securityCodes, sandbox: sandbox,
+            riskEngine: RiskEngine(policy: riskPolicy))
     }
 }

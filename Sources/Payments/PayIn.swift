@@ -133,7 +133,9 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var refundedFees: Int64?
 
     /// `DebitedFunds - Fees`.
-    public var creditedFunds: Funds { Funds(currency: debitedFunds.currency, amount: debitedFunds.amount - fees.amount) }
+    public var creditedFunds: Funds {
+        Funds(currency: debitedFunds.currency, amount: debitedFunds.amount - fees.amount)
+    }
 
     /// `SUCCEEDED`, `FAILED` or `CREATED`.
     public var status: String { machine.state.status }
@@ -162,5 +164,7 @@ public struct Refund: Sendable, Equatable, Codable {
     public var executionDate: Int64?
 
     /// What goes back to the card: `DebitedFunds - Fees`.
-    public var creditedFunds: Funds { Funds(currency: debitedFunds.currency, amount: debitedFunds.amount - fees.amount) }
+    public var creditedFunds: Funds {
+        Funds(currency: debitedFunds.currency, amount: debitedFunds.amount - fees.amount)
+    }
 }

@@ -26,7 +26,9 @@ struct PayInRiskHistory: Sendable {
 
     /// A stable id of the shopper's device: the profiler's `deviceId` when posted, otherwise a keyed hash of
     /// the browser traits seen at tokenization. Nil when nothing is known.
-    static func deviceId(of attempt: ProfilingAttempt?, clientId: String, keys: any FingerprintKeySource) throws
+    static func deviceId(
+        of attempt: ProfilingAttempt?, clientId: String, keys: any FingerprintKeySource
+    ) throws
         -> String?
     {
         guard let attempt else { return nil }
@@ -61,7 +63,8 @@ struct PayInRiskHistory: Sendable {
     }
 
     /// The signals for a new transaction of `amount` with these keys, at `now`.
-    func signals(clientId: String, keys: Keys, amount: Int64, currency: String, now: Int64) async throws -> RiskSignals {
+    func signals(clientId: String, keys: Keys, amount: Int64, currency: String, now: Int64) async throws -> RiskSignals
+    {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
         func recent(_ collection: String, _ dimension: String, _ value: String) async throws -> [Record] {
@@ -88,7 +91,8 @@ struct PayInRiskHistory: Sendable {
             signals.distinctCardsOnDevice = 1
         }
         // A failure is indexed under its card and its user: count each failed transaction once.
-        let failed = try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
+        let failed =
+            try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
         signals.recentFailures = Set(failed.map { $0.id.split(separator: ":").last.map(String.init) ?? $0.id }).count
         signals.userHistory = try await environment.store.scan(
             Self.successes, prefix: Self.prefix(clientId, "user", keys.userId) + currency + ":", after: nil,
@@ -108,7 +112,8 @@ struct PayInRiskHistory: Sendable {
 
     /// The index writes recording a final outcome.
     static func outcomeWrites(
-        clientId: String, keys: Keys, transactionId: String, succeeded: Bool, amount: Int64, currency: String, now: Int64
+        clientId: String, keys: Keys, transactionId: String, succeeded: Bool, amount: Int64, currency: String,
+        now: Int64
     ) -> [RecordWrite] {
         if succeeded {
             return [

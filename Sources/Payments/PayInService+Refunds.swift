@@ -37,7 +37,10 @@ extension PayInService {
         rules.amount(request.debitedFunds?.amount, "DebitedFunds.Amount")
         rules.amount(request.fees?.amount, "Fees.Amount")
         try rules.check()
-        return try await retryingOnConflict(attempts: 10, exhausted: PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")) {
+        return try await retryingOnConflict(
+            attempts: 10,
+            exhausted: PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)
             }
@@ -85,10 +88,12 @@ extension PayInService {
                 status: result == .success ? "SUCCEEDED" : "FAILED", result: result,
                 tag: request.tag, creationDate: now, executionDate: result == .success ? now : nil)
             var writes: [RecordWrite] = [
-                .put(collection: Self.refunds, id: Identifier.scoped(clientId, refund.id),
-                     value: try RecordCoding.encode(refund), condition: .absent),
-                .put(collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
-                     value: [], condition: .unconditional),
+                .put(
+                    collection: Self.refunds, id: Identifier.scoped(clientId, refund.id),
+                    value: try RecordCoding.encode(refund), condition: .absent),
+                .put(
+                    collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
+                    value: [], condition: .unconditional),
             ]
             if result == .success {
                 var refundedPayIn = payIn
@@ -102,15 +107,18 @@ extension PayInService {
                 debitedWallet.balance = try Self.checked(
                     wallet.balance.subtractingReportingOverflow(amount), "DebitedFunds.Amount")
                 writes += [
-                    .put(collection: Self.payIns, id: Identifier.scoped(clientId, payIn.id),
-                         value: try RecordCoding.encode(refundedPayIn), condition: .version(payInVersion)),
-                    .put(collection: Collections.wallets, id: Identifier.scoped(clientId, walletId),
-                         value: try RecordCoding.encode(debitedWallet), condition: .version(walletVersion)),
+                    .put(
+                        collection: Self.payIns, id: Identifier.scoped(clientId, payIn.id),
+                        value: try RecordCoding.encode(refundedPayIn), condition: .version(payInVersion)),
+                    .put(
+                        collection: Collections.wallets, id: Identifier.scoped(clientId, walletId),
+                        value: try RecordCoding.encode(debitedWallet), condition: .version(walletVersion)),
                 ]
             }
             try await mapStoreErrors { try await environment.store.commit(writes) }
             environment.logger.info(
-                "refund", ["clientId": .string(clientId), "refundId": .string(refund.id), "status": .string(refund.status)])
+                "refund",
+                ["clientId": .string(clientId), "refundId": .string(refund.id), "status": .string(refund.status)])
             return refund
         }
     }
@@ -124,7 +132,8 @@ extension PayInService {
     /// The refund `id` of `clientId`.
     public func refund(clientId: String, id: String) async throws -> Refund {
         guard Identifier.isWellFormed(id),
-            let refund = try await environment.store.read(Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
+            let refund = try await environment.store.read(
+                Refund.self, Self.refunds, id: Identifier.scoped(clientId, id))
         else { throw PaymentsError.notFound("Refund", id: id) }
         return refund.value
     }

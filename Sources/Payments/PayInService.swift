@@ -44,7 +44,8 @@ public struct PayInService: Sendable {
     static let assessments = Collections.profilingAssessments
 
     public init(
-        environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, sandbox: SandboxBehaviour = SandboxBehaviour(),
+        environment: PaymentsEnvironment, securityCodes: SecurityCodeHold,
+        sandbox: SandboxBehaviour = SandboxBehaviour(),
         riskEngine: RiskEngine = RiskEngine()
     ) {
         self.environment = environment
@@ -68,7 +69,9 @@ public struct PayInService: Sendable {
     /// validates it, scores it, authorizes it, and persists the result before returning.
     /// - Throws: ``PaymentsError`` `.invalidParameters` naming every wrong field, `.unavailable` when the
     ///   store cannot write.
-    public func create(clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose = .payIn)
+    public func create(
+        clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose = .payIn
+    )
         async throws -> PayIn
     {
         let checked = try await validate(clientId: clientId, request: request, purpose: purpose)
@@ -78,9 +81,11 @@ public struct PayInService: Sendable {
         let deviceId = try PayInRiskHistory.deviceId(
             of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
         let keys = PayInRiskHistory.Keys(
-            fingerprint: checked.card.fingerprint, userId: checked.card.userId, ipAddress: ipAddress, deviceId: deviceId)
+            fingerprint: checked.card.fingerprint, userId: checked.card.userId, ipAddress: ipAddress, deviceId: deviceId
+        )
         var signals = try await history.signals(
-            clientId: clientId, keys: keys, amount: checked.debited.amount, currency: checked.debited.currency, now: now)
+            clientId: clientId, keys: keys, amount: checked.debited.amount, currency: checked.debited.currency, now: now
+        )
         signals.cardCountry = environment.configuration.countryTable.country(forBIN: checked.card.alias)
         signals.ipCountry = ipAddress.flatMap { environment.configuration.countryTable.country(forIP: $0) }
         let risk = riskEngine.assess(signals)
@@ -111,20 +116,26 @@ public struct PayInService: Sendable {
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
-        extra.append(.put(collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
-            value: Array(purpose.rawValue.utf8), condition: .unconditional))
+        extra.append(
+            .put(
+                collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
+                value: Array(purpose.rawValue.utf8), condition: .unconditional))
         if let reference = request.profilingAttemptReference, attempt != nil {
             let assessment = PayInAssessment(
                 transactionId: payIn.id, score: risk.score, decision: risk.decision, reasons: risk.reasons,
                 creationDate: now)
-            extra.append(.put(collection: Self.assessments, id: Identifier.indexed(clientId, reference, payIn.id),
-                value: try RecordCoding.encode(assessment), condition: .unconditional))
+            extra.append(
+                .put(
+                    collection: Self.assessments, id: Identifier.indexed(clientId, reference, payIn.id),
+                    value: try RecordCoding.encode(assessment), condition: .unconditional))
         }
         if case .transitioned(let actions) = outcome, actions.contains(.presentChallenge) {
             payIn.secureModeNeeded = true
             payIn.challengeSecret = Identifier.secret(count: 32, random: environment.random)
-            extra.append(.put(collection: Self.awaiting, id: Self.awaitingId(payIn),
-                value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
+            extra.append(
+                .put(
+                    collection: Self.awaiting, id: Self.awaitingId(payIn),
+                    value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
         }
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
@@ -132,8 +143,10 @@ public struct PayInService: Sendable {
         payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
         environment.logger.info(
             purpose == .payIn ? "pay-in created" : "card validation created",
-            ["clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
-             "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue)])
+            [
+                "clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
+                "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue),
+            ])
         return payIn
     }
 
@@ -144,7 +157,9 @@ public struct PayInService: Sendable {
         var fees: Funds
     }
 
-    private func validate(clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose) async throws
+    private func validate(
+        clientId: String, request: PayInRequest, purpose: PayInStateMachine.Purpose
+    ) async throws
         -> CheckedRequest
     {
         var rules = FieldRules()
@@ -166,11 +181,16 @@ public struct PayInService: Sendable {
         rules.length(request.profilingAttemptReference, "ProfilingAttemptReference", maximum: 128)
         if let descriptor = request.statementDescriptor,
             descriptor.isEmpty || descriptor.utf8.count > 10
-                || !descriptor.utf8.allSatisfy({ Identifier.isIdentifierByte($0) && $0 != 0x5F && $0 != 0x2D || $0 == 0x20 })
+                || !descriptor.utf8.allSatisfy({
+                    Identifier.isIdentifierByte($0) && $0 != 0x5F && $0 != 0x2D || $0 == 0x20
+                })
         {
             rules.fail("StatementDescriptor", "The StatementDescriptor must be 1 to 10 letters, digits or spaces.")
         }
-        if let culture = request.culture, culture.utf8.count != 2 || !culture.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x61 && $0 <= 0x7A }) {
+        if let culture = request.culture,
+            culture.utf8.count != 2
+                || !culture.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x61 && $0 <= 0x7A })
+        {
             rules.fail("Culture", "The Culture must be a two-letter language code.")
         }
         if request.paymentCategory != "TelephoneOrder" {
@@ -190,7 +210,8 @@ public struct PayInService: Sendable {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
-            throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
+            throw PaymentsError.invalid(
+                "AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
         }
         if !card.active { rules.fail("CardId", "The card is not active.") }
         if card.userId != request.authorId { rules.fail("CardId", "The card does not belong to the author.") }
@@ -225,7 +246,9 @@ public struct PayInService: Sendable {
             return
         }
         if Currency(code: funds.currency) == nil {
-            rules.fail(field + ".Currency", "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
+            rules.fail(
+                field + ".Currency",
+                "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
         }
         if funds.amount < 0 || (!allowZero && funds.amount == 0) {
             rules.fail(field + ".Amount", allowZero ? "The amount cannot be negative." : "The amount must be positive.")
@@ -283,22 +306,26 @@ public struct PayInService: Sendable {
         }
         let payIn = found.value
         if case .awaitingChallenge(let expiresAt) = payIn.machine.state, environment.clock.now >= expiresAt {
-            return try await transition(clientId: clientId, id: id, purpose: purpose, event: .expire(now: environment.clock.now))
+            return try await transition(
+                clientId: clientId, id: id, purpose: purpose, event: .expire(now: environment.clock.now))
         }
         return payIn
     }
 
     func read(clientId: String, id: String, purpose: PayInStateMachine.Purpose) async throws -> Stored<PayIn>? {
         guard Identifier.isWellFormed(id) else { return nil }
-        return try await environment.store.read(PayIn.self, Self.collection(purpose), id: Identifier.scoped(clientId, id))
+        return try await environment.store.read(
+            PayIn.self, Self.collection(purpose), id: Identifier.scoped(clientId, id))
     }
 
     /// The risk verdicts of every pay-in that named profiling attempt `reference`.
     public func assessments(clientId: String, reference: String) async throws -> [PayInAssessment] {
         guard Identifier.isWellFormed(reference) else { return [] }
-        return try await environment.store.scanAll(Self.assessments, prefix: Identifier.indexed(clientId, reference, ""))
-            .map { try RecordCoding.decode(PayInAssessment.self, from: $0) }
-            .sorted { ($0.creationDate, $0.transactionId) < ($1.creationDate, $1.transactionId) }
+        return try await environment.store.scanAll(
+            Self.assessments, prefix: Identifier.indexed(clientId, reference, "")
+        )
+        .map { try RecordCoding.decode(PayInAssessment.self, from: $0) }
+        .sorted { ($0.creationDate, $0.transactionId) < ($1.creationDate, $1.transactionId) }
     }
 
     /// The pay-ins made with card `cardId`, a page at a time.
@@ -323,7 +350,9 @@ public struct PayInService: Sendable {
         for entry in try await environment.store.scanAll(Self.byCard, prefix: prefix) {
             let purpose = PayInStateMachine.Purpose(rawValue: String(decoding: entry.value, as: UTF8.self)) ?? .payIn
             guard purpose == .payIn else { continue }
-            if let found = try await read(clientId: clientId, id: String(entry.id.dropFirst(prefix.count)), purpose: purpose) {
+            if let found = try await read(
+                clientId: clientId, id: String(entry.id.dropFirst(prefix.count)), purpose: purpose)
+            {
                 let payIn = found.value
                 items.append(payIn)
             }
@@ -344,13 +373,16 @@ public struct PayInService: Sendable {
     /// - Throws: ``PaymentsError`` `.notFound` for an unknown transaction or a wrong secret (the same answer).
     public func challenge(kind: String, clientId: String, id: String, secret: String) async throws -> ChallengeView {
         let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
-        let alias = try await cards.read(clientId: clientId, id: payIn.cardId)?.value.alias ?? payIn.cardInfo.bin + "XXXXXX"
+        let alias =
+            try await cards.read(clientId: clientId, id: payIn.cardId)?.value.alias ?? payIn.cardInfo.bin + "XXXXXX"
         return ChallengeView(
             transactionId: payIn.id, amount: payIn.debitedFunds, cardAlias: alias,
             statementDescriptor: payIn.statementDescriptor, isFinal: payIn.machine.state.isFinal, status: payIn.status)
     }
 
-    private func authenticatedChallenge(kind: String, clientId: String, id: String, secret: String) async throws -> PayIn {
+    private func authenticatedChallenge(
+        kind: String, clientId: String, id: String, secret: String
+    ) async throws -> PayIn {
         guard let purpose = Self.purpose(kind: kind), Identifier.isWellFormed(clientId),
             let payIn = try await read(clientId: clientId, id: id, purpose: purpose),
             let expected = payIn.value.challengeSecret, ConstantTime.equals(Array(expected.utf8), Array(secret.utf8))
@@ -369,13 +401,18 @@ public struct PayInService: Sendable {
     /// Answers a challenge from the ACS page: `code` is what the shopper typed, nil when they cancelled.
     /// A second answer changes nothing and gets the same final state.
     /// - Returns: the final pay-in and the return URL with `transactionId` added to its query.
-    public func answerChallenge(kind: String, clientId: String, id: String, secret: String, code: String?) async throws
+    public func answerChallenge(
+        kind: String, clientId: String, id: String, secret: String, code: String?
+    ) async throws
         -> (PayIn, String)
     {
         let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
         let now = environment.clock.now
         let event: PayInStateMachine.Event =
-            code.map { .challengeCompleted(passed: ConstantTime.equals(Array($0.utf8), Array(sandbox.challengeCode.utf8)), at: now) }
+            code.map {
+                .challengeCompleted(
+                    passed: ConstantTime.equals(Array($0.utf8), Array(sandbox.challengeCode.utf8)), at: now)
+            }
             ?? .challengeCancelled(at: now)
         let final = try await transition(clientId: clientId, id: id, purpose: payIn.machine.purpose, event: event)
         return (final, Self.returnURL(final.secureModeReturnURL, transactionId: final.id))
@@ -406,7 +443,8 @@ public struct PayInService: Sendable {
             let parts = entry.id.split(separator: ":", maxSplits: 2).map(String.init)
             guard parts.count == 3, let purpose = Self.purpose(kind: parts[0]) else { continue }
             do {
-                let payIn = try await transition(clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
+                let payIn = try await transition(
+                    clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
                 if payIn.result == .authenticationExpired { expired += 1 }
             } catch let error as PaymentsError where error.code == .notFound {
                 _ = try? await environment.store.commit(
@@ -426,11 +464,14 @@ public struct PayInService: Sendable {
 
     /// Applies `event` to the stored transaction, retrying on concurrent changes; exactly one caller sees the
     /// transition, every caller gets the final stored state.
-    private func transition(clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event)
+    private func transition(
+        clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event
+    )
         async throws -> PayIn
     {
         return try await retryingOnConflict(
-            attempts: 10, exhausted: PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
+            attempts: 10,
+            exhausted: PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
         ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
                 throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
@@ -445,12 +486,15 @@ public struct PayInService: Sendable {
                 throw PaymentsError(.invalidState, "The transaction cannot take this step now")
             }
             guard case .transitioned(let actions) = outcome else { return stored }
-            payIn = try await apply(actions, to: payIn, previousVersion: version,
+            payIn = try await apply(
+                actions, to: payIn, previousVersion: version,
                 extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
             environment.logger.info(
                 "transaction completed",
-                ["clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
-                 "resultCode": .string(payIn.result?.code ?? "")])
+                [
+                    "clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
+                    "resultCode": .string(payIn.result?.code ?? ""),
+                ])
             return payIn
         }
     }
@@ -459,23 +503,27 @@ public struct PayInService: Sendable {
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
-    private func apply(_ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite])
+    private func apply(
+        _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite]
+    )
         async throws -> PayIn
     {
         var payIn = payIn
         let now = environment.nowSeconds
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
         let keys = PayInRiskHistory.Keys(
-            fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId)
+            fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId
+        )
         // A conflict on the wallet or the card reads them again (the helper's retry); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
         let written = try await retryingOnConflict(
             attempts: 10, exhausted: PaymentsError(.unavailable, "Too many concurrent changes; retry")
         ) { () async throws -> Result<PayIn, StoreError> in
             var writes: [RecordWrite] = [
-                .put(collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
-                     value: try RecordCoding.encode(payIn),
-                     condition: previousVersion.map { .version($0) } ?? .absent)
+                .put(
+                    collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
+                    value: try RecordCoding.encode(payIn),
+                    condition: previousVersion.map { .version($0) } ?? .absent)
             ]
             writes += extra
             if payIn.machine.state.isFinal {
@@ -494,8 +542,10 @@ public struct PayInService: Sendable {
                     var credited = storedWallet.value
                     credited.balance = try Self.checked(
                         credited.balance.addingReportingOverflow(payIn.creditedFunds.amount), "DebitedFunds.Amount")
-                    writes.append(.put(collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
-                        value: try RecordCoding.encode(credited), condition: .version(version)))
+                    writes.append(
+                        .put(
+                            collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
+                            value: try RecordCoding.encode(credited), condition: .version(version)))
                 case .markCard(let valid):
                     guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
                         found.value.validity == .unknown
@@ -504,8 +554,10 @@ public struct PayInService: Sendable {
                     let version = found.version
                     var marked = card
                     marked.validity = valid ? .valid : .invalid
-                    writes.append(.put(collection: Collections.cards, id: Identifier.scoped(payIn.clientId, card.id),
-                        value: try RecordCoding.encode(marked), condition: .version(version)))
+                    writes.append(
+                        .put(
+                            collection: Collections.cards, id: Identifier.scoped(payIn.clientId, card.id),
+                            value: try RecordCoding.encode(marked), condition: .version(version)))
                 case .persist, .presentChallenge, .wipeSecurityCode:
                     continue
                 }

@@ -62,17 +62,22 @@ public struct PaymentsError: CodedError, Equatable {
     }
 
     /// A parameter error about one field.
-    public static func invalid(_ field: String, _ problem: String, file: String = #fileID, line: Int = #line)
+    public static func invalid(
+        _ field: String, _ problem: String, file: String = #fileID, line: Int = #line
+    )
         -> PaymentsError
     {
         invalid([field: problem], file: file, line: line)
     }
 
     /// The 404 for a resource kind (`User`, `Card`) and id, in Mangopay's words and spelling.
-    public static func notFound(_ kind: String, id: String, file: String = #fileID, line: Int = #line) -> PaymentsError {
+    public static func notFound(_ kind: String, id: String, file: String = #fileID, line: Int = #line) -> PaymentsError
+    {
         PaymentsError(
             .notFound, "The ressource does not exist",
-            fieldErrors: ["RessourceNotFound": "Cannot found the ressource \(kind) with the id=\(Identifier.printable(id)) "],
+            fieldErrors: [
+                "RessourceNotFound": "Cannot found the ressource \(kind) with the id=\(Identifier.printable(id)) "
+            ],
             file: file, line: line)
     }
 }

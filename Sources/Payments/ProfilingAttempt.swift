@@ -28,7 +28,10 @@ public struct DeviceSignals: Sendable, Equatable {
     public var acceptLanguage: String?
     public var device: [String: String]
 
-    public init(ipAddress: String? = nil, userAgent: String? = nil, acceptLanguage: String? = nil, device: [String: String] = [:]) {
+    public init(
+        ipAddress: String? = nil, userAgent: String? = nil, acceptLanguage: String? = nil,
+        device: [String: String] = [:]
+    ) {
         self.ipAddress = ipAddress
         self.userAgent = userAgent
         self.acceptLanguage = acceptLanguage

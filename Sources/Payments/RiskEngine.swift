@@ -112,7 +112,10 @@ public struct RiskEngine: Sendable {
         func velocity(_ rule: String, _ count: Int, _ limit: Int, _ what: String) {
             guard count > limit else { return }
             let points = count > 2 * limit ? 2 * policy.velocityPoints : policy.velocityPoints
-            reasons.append(RiskReason(rule: rule, detail: "\(count) transactions by this \(what) within the window (limit \(limit))", points: points))
+            reasons.append(
+                RiskReason(
+                    rule: rule, detail: "\(count) transactions by this \(what) within the window (limit \(limit))",
+                    points: points))
         }
         velocity("velocity.card", signals.recentByCard, policy.maxPerCard, "card")
         velocity("velocity.user", signals.recentByUser, policy.maxPerUser, "user")
@@ -120,33 +123,44 @@ public struct RiskEngine: Sendable {
         velocity("velocity.device", signals.recentByDevice, policy.maxPerDevice, "device")
 
         if signals.distinctCardsOnDevice > policy.cardsPerDeviceBlock {
-            reasons.append(RiskReason(
-                rule: "device.cards",
-                detail: "\(signals.distinctCardsOnDevice) different cards tried from one device (block above \(policy.cardsPerDeviceBlock))",
-                points: policy.blockScore))
+            reasons.append(
+                RiskReason(
+                    rule: "device.cards",
+                    detail:
+                        "\(signals.distinctCardsOnDevice) different cards tried from one device (block above \(policy.cardsPerDeviceBlock))",
+                    points: policy.blockScore))
         } else if signals.distinctCardsOnDevice > policy.cardsPerDeviceChallenge {
-            reasons.append(RiskReason(
-                rule: "device.cards",
-                detail: "\(signals.distinctCardsOnDevice) different cards tried from one device (challenge above \(policy.cardsPerDeviceChallenge))",
-                points: policy.challengeScore))
+            reasons.append(
+                RiskReason(
+                    rule: "device.cards",
+                    detail:
+                        "\(signals.distinctCardsOnDevice) different cards tried from one device (challenge above \(policy.cardsPerDeviceChallenge))",
+                    points: policy.challengeScore))
         }
 
         if signals.recentFailures > 0 {
             let points = min(policy.maxFailurePoints, signals.recentFailures * policy.pointsPerFailure)
-            reasons.append(RiskReason(rule: "failures.before", detail: "\(signals.recentFailures) failed attempts within the window", points: points))
+            reasons.append(
+                RiskReason(
+                    rule: "failures.before", detail: "\(signals.recentFailures) failed attempts within the window",
+                    points: points))
         }
 
         if let card = signals.cardCountry, let ip = signals.ipCountry, card != ip {
-            reasons.append(RiskReason(rule: "country.mismatch", detail: "card issued in \(card), IP address in \(ip)", points: policy.countryMismatchPoints))
+            reasons.append(
+                RiskReason(
+                    rule: "country.mismatch", detail: "card issued in \(card), IP address in \(ip)",
+                    points: policy.countryMismatchPoints))
         }
 
         if signals.userHistory.count >= policy.minimumHistory, let largest = signals.userHistory.max(), largest > 0 {
             let (limit, overflow) = largest.multipliedReportingOverflow(by: policy.unusualAmountFactor)
             if !overflow && signals.amount > limit {
-                reasons.append(RiskReason(
-                    rule: "amount.unusual",
-                    detail: "amount above \(policy.unusualAmountFactor)x the user's largest earlier amount",
-                    points: policy.unusualAmountPoints))
+                reasons.append(
+                    RiskReason(
+                        rule: "amount.unusual",
+                        detail: "amount above \(policy.unusualAmountFactor)x the user's largest earlier amount",
+                        points: policy.unusualAmountPoints))
             }
         }
 

@@ -51,7 +51,8 @@ public final class SecurityCodeHold: Sendable {
     public func take(clientId: String, cardId: String) -> SecureBytes? {
         let now = clock.now
         return state.withLock { state in
-            guard let entry = state.entries.removeValue(forKey: Self.key(clientId, cardId)), entry.expiresAt > now else {
+            guard let entry = state.entries.removeValue(forKey: Self.key(clientId, cardId)), entry.expiresAt > now
+            else {
                 return nil
             }
             return entry.code

@@ -76,15 +76,32 @@ public struct UserFields: Sendable, Equatable, Codable {
         func take<T>(_ path: WritableKeyPath<UserFields, T?>) {
             if let value = other[keyPath: path] { self[keyPath: path] = value }
         }
-        take(\.tag); take(\.email); take(\.userCategory); take(\.termsAndConditionsAccepted)
-        take(\.firstName); take(\.lastName); take(\.address); take(\.birthday); take(\.nationality)
-        take(\.countryOfResidence); take(\.occupation); take(\.incomeRange); take(\.capacity)
-        take(\.phoneNumber); take(\.phoneNumberCountry)
-        take(\.name); take(\.legalPersonType); take(\.headquartersAddress)
-        take(\.legalRepresentativeFirstName); take(\.legalRepresentativeLastName)
-        take(\.legalRepresentativeEmail); take(\.legalRepresentativeBirthday)
-        take(\.legalRepresentativeNationality); take(\.legalRepresentativeCountryOfResidence)
-        take(\.legalRepresentativeAddress); take(\.companyNumber)
+        take(\.tag)
+        take(\.email)
+        take(\.userCategory)
+        take(\.termsAndConditionsAccepted)
+        take(\.firstName)
+        take(\.lastName)
+        take(\.address)
+        take(\.birthday)
+        take(\.nationality)
+        take(\.countryOfResidence)
+        take(\.occupation)
+        take(\.incomeRange)
+        take(\.capacity)
+        take(\.phoneNumber)
+        take(\.phoneNumberCountry)
+        take(\.name)
+        take(\.legalPersonType)
+        take(\.headquartersAddress)
+        take(\.legalRepresentativeFirstName)
+        take(\.legalRepresentativeLastName)
+        take(\.legalRepresentativeEmail)
+        take(\.legalRepresentativeBirthday)
+        take(\.legalRepresentativeNationality)
+        take(\.legalRepresentativeCountryOfResidence)
+        take(\.legalRepresentativeAddress)
+        take(\.companyNumber)
     }
 }
 
@@ -124,7 +141,8 @@ enum UserRules {
         rules.length(fields.tag, "Tag")
         let owner = fields.userCategory == "OWNER"
         if owner || sca, fields.termsAndConditionsAccepted != true {
-            rules.fail("TermsAndConditionsAccepted", "The terms and conditions must be accepted for this user category.")
+            rules.fail(
+                "TermsAndConditionsAccepted", "The terms and conditions must be accepted for this user category.")
         }
         switch type {
         case .natural:

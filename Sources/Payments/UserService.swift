@@ -29,7 +29,8 @@ public struct UserService: Sendable {
     /// The user `id` of `clientId`; when `type` is given, a user of another type counts as absent.
     /// - Throws: ``PaymentsError`` `.notFound`.
     public func get(clientId: String, id: String, type: PersonType? = nil) async throws -> User {
-        guard let found = try await read(clientId: clientId, id: id), type == nil || found.value.personType == type else {
+        guard let found = try await read(clientId: clientId, id: id), type == nil || found.value.personType == type
+        else {
             throw PaymentsError.notFound("User", id: id)
         }
         let user = found.value
@@ -50,7 +51,9 @@ public struct UserService: Sendable {
 
     /// Applies the fields `changes` sets to user `id` (of `type`), validates the result and stores it.
     public func update(clientId: String, id: String, type: PersonType, changes: UserFields) async throws -> User {
-        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The user is being changed by another request; retry")) {
+        return try await retryingOnConflict(
+            attempts: 5, exhausted: PaymentsError(.unavailable, "The user is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: id), found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }
             let current = found.value

@@ -87,7 +87,9 @@ public struct WalletService: Sendable {
         if let description { rules.required(description, "Description") }
         rules.length(tag, "Tag")
         try rules.check()
-        return try await retryingOnConflict(attempts: 5, exhausted: PaymentsError(.unavailable, "The wallet is being changed by another request; retry")) {
+        return try await retryingOnConflict(
+            attempts: 5, exhausted: PaymentsError(.unavailable, "The wallet is being changed by another request; retry")
+        ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Wallet", id: id)
             }

@@ -25,7 +25,8 @@ public final class BufferedJSONLineLogHandler: LogHandler, Sendable {
         self.capacity = capacity
         let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cardvault.log-flush"))
         timer = TimerBox(source: source)
-        let nanoseconds = flushInterval.components.seconds * 1_000_000_000
+        let nanoseconds =
+            flushInterval.components.seconds * 1_000_000_000
             + flushInterval.components.attoseconds / 1_000_000_000
         source.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .nanoseconds(Int(nanoseconds)))
         source.setEventHandler { [weak self] in self?.flush() }

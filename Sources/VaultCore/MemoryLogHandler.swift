@@ -1,4 +1,3 @@
-
 /// Keeps records in memory, for tests that assert what was (and was not) logged.
 public final class MemoryLogHandler: LogHandler {
     private let records = Locked<[LogRecord]>([])

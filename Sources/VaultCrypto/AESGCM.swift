@@ -1,5 +1,5 @@
-public import Foundation
 import COpenSSL
+public import Foundation
 
 /// AES-256-GCM authenticated encryption over OpenSSL, with full 16-byte tags.
 ///
@@ -115,12 +115,14 @@ public enum AESGCM {
                 try update(context, encrypting: false, input: ciphertext, output: plaintext)
                 guard
                     EVP_CIPHER_CTX_ctrl(
-                        context, EVP_CTRL_GCM_SET_TAG, Int32(tag.count), UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
+                        context, EVP_CTRL_GCM_SET_TAG, Int32(tag.count),
+                        UnsafeMutableRawPointer(mutating: tag.baseAddress)) == 1
                 else { throw CryptoError(.openSSLFailure, "tag set-up failed") }
                 var outLength: Int32 = 0
                 var scratch = (UInt64(0), UInt64(0))
                 let verified = withUnsafeMutableBytes(of: &scratch) { scratchBytes in
-                    EVP_DecryptFinal_ex(context, scratchBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), &outLength)
+                    EVP_DecryptFinal_ex(
+                        context, scratchBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), &outLength)
                 }
                 guard verified == 1 else { throw CryptoError(.authenticationFailed, "authentication failed") }
             }
@@ -139,7 +141,9 @@ public enum AESGCM {
     /// published vectors use them) come on fresh contexts, so the length is set only there.
     private static func start(_ context: OpaquePointer, encrypting: Bool, nonce: UnsafeRawBufferPointer) throws {
         let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
-        guard nonce.count == nonceSize || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
+        guard
+            nonce.count == nonceSize
+                || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
             initialise(context, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self), nil) == 1
         else { throw CryptoError(.openSSLFailure, "nonce set-up failed") }
     }
@@ -148,7 +152,9 @@ public enum AESGCM {
         guard aad.count > 0 else { return }
         var outLength: Int32 = 0
         let update = encrypting ? EVP_EncryptUpdate : EVP_DecryptUpdate
-        guard update(context, nil, &outLength, aad.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(aad.count)) == 1
+        guard
+            update(context, nil, &outLength, aad.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(aad.count))
+                == 1
         else { throw CryptoError(.openSSLFailure, "AAD update failed") }
     }
 

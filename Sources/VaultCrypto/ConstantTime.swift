@@ -1,5 +1,5 @@
-public import Foundation
 import COpenSSL
+public import Foundation
 
 /// Comparisons whose running time does not depend on where the inputs differ.
 public enum ConstantTime {

@@ -1,5 +1,5 @@
-public import Foundation
 import COpenSSL
+public import Foundation
 
 /// HKDF with SHA-256 (RFC 5869), over OpenSSL's KDF API.
 public enum HKDF {
@@ -34,7 +34,8 @@ public enum HKDF {
                             }
                             func octets(_ key: StaticString, _ bytes: UnsafeRawBufferPointer) -> OSSL_PARAM {
                                 OSSL_PARAM_construct_octet_string(
-                                    name(key), UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(fallback)),
+                                    name(key),
+                                    UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(fallback)),
                                     bytes.count)
                             }
                             var parameters: [OSSL_PARAM] = [

@@ -1,5 +1,5 @@
-public import Foundation
 import COpenSSL
+public import Foundation
 
 /// HMAC-SHA256 over OpenSSL's one-shot `HMAC()`.
 public enum HMACSHA256 {
@@ -27,9 +27,11 @@ public enum HMACSHA256 {
                 var length = 0
                 let status = message.withUnsafeBytes { data in
                     (data.count == 0
-                        || EVP_MAC_update(context, data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count) == 1)
+                        || EVP_MAC_update(context, data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count)
+                            == 1)
                         && EVP_MAC_final(
-                            context, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, output.count) == 1
+                            context, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, output.count)
+                            == 1
                 }
                 guard status, length == byteCount else { throw CryptoError(.openSSLFailure, "HMAC failed") }
             }

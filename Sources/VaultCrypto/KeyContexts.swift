@@ -68,7 +68,9 @@ final class KeyContexts: Sendable {
             handle = reused
         } else {
             let cipher = try fetched().cipher
-            guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError(.openSSLFailure, "EVP_CIPHER_CTX_new failed") }
+            guard let context = EVP_CIPHER_CTX_new() else {
+                throw CryptoError(.openSSLFailure, "EVP_CIPHER_CTX_new failed")
+            }
             let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
             let status = key.withUnsafeBytes { keyBytes in
                 initialise(context, cipher, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil)
@@ -111,7 +113,8 @@ final class KeyContexts: Sendable {
                         OSSL_PARAM_construct_utf8_string(
                             UnsafeRawPointer(("digest" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self),
                             UnsafeMutablePointer(
-                                mutating: UnsafeRawPointer(("SHA256" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)),
+                                mutating: UnsafeRawPointer(("SHA256" as StaticString).utf8Start).assumingMemoryBound(
+                                    to: CChar.self)),
                             0),
                         OSSL_PARAM_construct_end(),
                     ]
@@ -130,7 +133,9 @@ final class KeyContexts: Sendable {
         return try body(handle.pointer)
     }
 
-    private func release(_ handle: ContextHandle, to pool: borrowing Locked<[ContextHandle]>, free: (OpaquePointer) -> Void) {
+    private func release(
+        _ handle: ContextHandle, to pool: borrowing Locked<[ContextHandle]>, free: (OpaquePointer) -> Void
+    ) {
         let kept = pool.withLock { idle in
             guard idle.count < Self.poolLimit else { return false }
             idle.append(handle)

@@ -181,10 +181,13 @@ public final class KeyRing: Sendable {
     /// `serve` refuses).
     /// - Returns: true when a key was created, false when one was there already.
     @discardableResult
-    public static func createMasterKey(keysDirectory: String, random: any RandomSource = RandomPool.shared) throws -> Bool {
+    public static func createMasterKey(
+        keysDirectory: String, random: any RandomSource = RandomPool.shared
+    ) throws -> Bool {
         try KeyFile.makeDirectory(keysDirectory)
         guard chmod(keysDirectory, 0o700) == 0 else {
-            throw KeyRingError(.io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
+            throw KeyRingError(
+                .io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
         }
         let path = masterKeyPath(keysDirectory)
         if access(path, F_OK) == 0 { return false }
@@ -476,7 +479,9 @@ public final class KeyRing: Sendable {
     }
 
     private static func unwrap(_ text: String, kek: SymmetricKey, label: [UInt8], file: String) throws -> SymmetricKey {
-        guard let sealed = Data(base64Encoded: text) else { throw KeyRingError(.damaged, "\(file) holds a malformed key") }
+        guard let sealed = Data(base64Encoded: text) else {
+            throw KeyRingError(.damaged, "\(file) holds a malformed key")
+        }
         do {
             return SymmetricKey(try AESGCM.open(sealed, using: kek, authenticating: label))
         } catch {

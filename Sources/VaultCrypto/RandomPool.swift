@@ -45,20 +45,7 @@ public final class RandomPool: RandomSource {
         }
     }
 
-    /// `count` random bytes as an array.
-    public func bytes(count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            fill(UnsafeMutableRawBufferPointer(buffer))
-            initialized = count
-        }
-    }
-
-    /// A uniformly random 64-bit value.
-    public func next() -> UInt64 {
-        var value: UInt64 = 0
-        withUnsafeMutableBytes(of: &value) { fill($0) }
-        return value
-    }
+    // `bytes(count:)` and `next()` come from ``RandomSource``.
 
     private static func drawFromOpenSSL(_ buffer: UnsafeMutableRawBufferPointer) {
         // RAND_bytes fails only when the DRBG cannot be seeded; going on would hand out

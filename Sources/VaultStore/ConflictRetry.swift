@@ -28,12 +28,12 @@ public func retryingOnConflict<Result>(
 public func retryingOnConflict<Result>(
     attempts: Int, fallback: @autoclosure () -> Result, _ attempt: () async throws -> Result
 ) async throws -> Result {
-    for _ in 0..<max(1, attempts) {
-        do {
-            return try await attempt()
-        } catch let error as StoreError where error.code == .conflict {
-            continue
-        }
+    do {
+        return try await retryingOnConflict(attempts: attempts, exhausted: AttemptsExhausted(), attempt)
+    } catch is AttemptsExhausted {
+        return fallback()
     }
-    return fallback()
 }
+
+/// Every attempt met a conflict (private: an attempt can never throw it itself).
+private struct AttemptsExhausted: Error {}

@@ -24,7 +24,9 @@ final class DataDirectoryLock: Sendable {
             var buffer = [UInt8](repeating: 0, count: 32)
             let got = pread(fd, &buffer, buffer.count, 0)
             close(fd)
-            let pid = got > 0 ? String(decoding: buffer[0..<got], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
+            let pid =
+                got > 0
+                ? String(decoding: buffer[0..<got], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
             if code == EWOULDBLOCK {
                 throw StoreError(
                     .locked,

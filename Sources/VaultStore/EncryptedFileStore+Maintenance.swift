@@ -82,13 +82,17 @@ extension EncryptedFileStore {
     }
 
     /// A complete single-frame batch for a record, from its names, versions and sealed bytes.
-    static func frame(for key: RecordKey, keyVersion: UInt32, version: UInt64, sealed: UnsafeRawBufferPointer) -> [UInt8] {
+    static func frame(
+        for key: RecordKey, keyVersion: UInt32, version: UInt64, sealed: UnsafeRawBufferPointer
+    ) -> [UInt8] {
         var frame: [UInt8] = []
-        frame.reserveCapacity(RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count + sealed.count + 4)
+        frame.reserveCapacity(
+            RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count + sealed.count + 4)
         withBytes(key.collection) { collection in
             withBytes(key.id) { id in
                 RecordFrame.append(
-                    to: &frame, kind: .put, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch, collection: collection, id: id,
+                    to: &frame, kind: .put, flags: RecordFrame.startOfBatch | RecordFrame.endOfBatch,
+                    collection: collection, id: id,
                     keyVersion: keyVersion, recordVersion: version, sealed: sealed)
             }
         }
@@ -187,7 +191,8 @@ extension EncryptedFileStore {
                             for: key, keyVersion: location.keyVersion, version: location.version,
                             sealed: UnsafeRawBufferPointer(rebasing: raw[namesEnd..<sealedEnd]))
                     }
-                    relocations.append(Relocation(key: key, expected: location, frame: frame, keyVersion: location.keyVersion))
+                    relocations.append(
+                        Relocation(key: key, expected: location, frame: frame, keyVersion: location.keyVersion))
                 }
                 try await commitRelocations(relocations, requireCurrentKey: false)
                 moved += relocations.count
@@ -225,7 +230,8 @@ extension EncryptedFileStore {
                         let item = state.index[entry]
                         return (
                             RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
-                            item.location, item.flags & RecordIndex.corrupted != 0, state.segments[item.location.segment]
+                            item.location, item.flags & RecordIndex.corrupted != 0,
+                            state.segments[item.location.segment]
                         )
                     }, start + 1024 < state.index.entries.count
                 )
@@ -234,7 +240,8 @@ extension EncryptedFileStore {
                 report.checked += 1
                 if corrupted || segment == nil {
                     report.failures.append(
-                        VerifyFailure(collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
+                        VerifyFailure(
+                            collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
                     continue
                 }
                 do {
@@ -303,7 +310,8 @@ extension EncryptedFileStore {
             [
                 "reason": .string(rotation.reason.rawValue), "previousVersion": .int(Int(rotation.previous.version)),
                 "previousSeals": .int(Int(rotation.previous.seals)),
-                "previousAgeDays": .int(Int(rotation.next.created.timeIntervalSince(rotation.previous.created) / 86_400)),
+                "previousAgeDays": .int(
+                    Int(rotation.next.created.timeIntervalSince(rotation.previous.created) / 86_400)),
                 "version": .int(Int(rotation.next.version)),
                 "sealLimit": .int(Int(keyRing.policy.maximumSeals)),
             ])

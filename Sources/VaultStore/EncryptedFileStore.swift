@@ -354,7 +354,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let lock = try DataDirectoryLock(directory: directory)
         do {
             let keyRing = try KeyRing.open(
-                dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock, policy: options.keyRotation)
+                dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock,
+                policy: options.keyRotation)
             return try EncryptedFileStore(directory: directory, keyRing: keyRing, lock: lock, options: options)
         } catch {
             lock.release()
@@ -483,7 +484,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 damage.append("segment \(number) offset \(range.lowerBound) (\(range.count) bytes)")
             }
             if result.droppedFrames > 0 {
-                damage.append("segment \(number): \(result.droppedFrames) sound frames dropped with their damaged batches")
+                damage.append(
+                    "segment \(number): \(result.droppedFrames) sound frames dropped with their damaged batches")
             }
             sizes[number] = result.end
             if result.tornBytes > 0 {
@@ -518,7 +520,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             corruptedRecords: index.corruptedCount, records: index.count)
         let state = State(
             index: index, segments: segments, segmentSizes: sizes, active: active,
-            activeSize: activeSize, activeAllocated: activeAllocated, durable: IndexCheckpoint.Position(segment: active.number, offset: activeSize),
+            activeSize: activeSize, activeAllocated: activeAllocated,
+            durable: IndexCheckpoint.Position(segment: active.number, offset: activeSize),
             changedSinceCheckpoint: replayed > 0 || !usedCheckpoint, recoveryDamage: damage)
         return (state, report)
     }
@@ -588,7 +591,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         guard let key = keyRing.key(version: location.keyVersion) else {
             throw StoreError(
-                .corrupted, "record \(collection)/\(id) is sealed under data key version \(location.keyVersion), which is retired")
+                .corrupted,
+                "record \(collection)/\(id) is sealed under data key version \(location.keyVersion), which is retired")
         }
         return try frame.withUnsafeBytes { raw in
             let namesEnd = RecordFrame.fixedHeaderSize + collection.utf8.count + id.utf8.count
@@ -648,7 +652,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             try RecordName.validate(write.collection, what: "collection")
             try RecordName.validate(write.id, what: "record id")
             if case .put(_, _, let value, _) = write, value.count > RecordFrame.maximumValueSize {
-                throw StoreError(.invalidArgument, "a record value may hold at most \(RecordFrame.maximumValueSize) bytes")
+                throw StoreError(
+                    .invalidArgument, "a record value may hold at most \(RecordFrame.maximumValueSize) bytes")
             }
         }
         let batch = QueuedBatch(writes)
@@ -704,7 +709,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             switch write.condition {
             case .unconditional: break
             case .absent:
-                guard current == 0 else { throw StoreError(.conflict, "\(write.collection)/\(write.id) exists already") }
+                guard current == 0 else {
+                    throw StoreError(.conflict, "\(write.collection)/\(write.id) exists already")
+                }
             case .version(let expected):
                 guard current == expected, expected > 0 else {
                     throw StoreError(.conflict, "\(write.collection)/\(write.id) changed since it was read")
@@ -834,7 +841,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                             } catch {
                                 return .failure(error)
                             }
-                            return .success((plan(chunk.work, group: &gathering, key: reservation.version, in: &state), reservation))
+                            return .success(
+                                (plan(chunk.work, group: &gathering, key: reservation.version, in: &state), reservation)
+                            )
                         }
                         switch reserved {
                         case .failure(let error):
@@ -843,7 +852,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                                 ["error": .string(String(describing: error)), "seals": .int(chunk.seals)])
                             let refusal =
                                 (error as? KeyRingError)?.code == .sealLimit
-                                ? StoreError(.invalidArgument, "a batch of \(chunk.seals) puts exceeds the seal limit of a data key")
+                                ? StoreError(
+                                    .invalidArgument,
+                                    "a batch of \(chunk.seals) puts exceeds the seal limit of a data key")
                                 : StoreError(.unavailable, "cannot reserve data key seals: \(error)")
                             for work in chunk.work { work.waiter.resume(throwing: refusal) }
                         case .success(let (planned, reservation)):
@@ -968,7 +979,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// writes from `firstWrite` on), and fills in each frame's offset and length.
     /// - Returns: false when sealing failed and the whole group was failed.
     private func seal(
-        _ planned: PlannedGroup, into group: inout Group, from firstWrite: Int, key: (version: UInt32, key: SymmetricKey)
+        _ planned: PlannedGroup, into group: inout Group, from firstWrite: Int,
+        key: (version: UInt32, key: SymmetricKey)
     ) -> Bool {
         var bytes = group.bytes
         group.bytes = []
@@ -982,7 +994,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     for (index, (write, version)) in zip(writes, versions).enumerated() {
                         guard let version else { continue }
                         let flags =
-                            (index == first ? RecordFrame.startOfBatch : 0) | (index == last ? RecordFrame.endOfBatch : 0)
+                            (index == first ? RecordFrame.startOfBatch : 0)
+                            | (index == last ? RecordFrame.endOfBatch : 0)
                         let start = bytes.count
                         try Self.appendFrame(for: write, version: version, flags: flags, key: key, to: &bytes)
                         group.writes[position].offset = start
@@ -1026,7 +1039,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             withBytes(collection) { collectionBytes in
                 withBytes(id) { idBytes in
                     RecordFrame.append(
-                        to: &bytes, kind: .delete, flags: flags, collection: collectionBytes, id: idBytes, keyVersion: 0,
+                        to: &bytes, kind: .delete, flags: flags, collection: collectionBytes, id: idBytes,
+                        keyVersion: 0,
                         recordVersion: version, sealed: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
@@ -1049,7 +1063,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var allocated = allocatedBefore
         let end: UInt64
         do {
-            if size > UInt64(Self.segmentHeaderSize) && size + UInt64(group.bytes.count) > UInt64(options.segmentBytes) {
+            if size > UInt64(Self.segmentHeaderSize) && size + UInt64(group.bytes.count) > UInt64(options.segmentBytes)
+            {
                 segment = try rollSegment(after: active, logEnd: size)
                 offset = UInt64(Self.segmentHeaderSize)
                 allocated = offset
@@ -1128,7 +1143,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
         }
         let text = (error as? FileSystemError)?.message ?? "\(error)"
-        options.logger.error("record store write failed; writes refused until it succeeds again", ["error": .string(text)])
+        options.logger.error(
+            "record store write failed; writes refused until it succeeds again", ["error": .string(text)])
         fail(group, cause: text)
     }
 

@@ -54,7 +54,8 @@ enum IndexCheckpoint {
         bytes.withUnsafeBytes { raw -> (RecordIndex, Position)? in
             guard raw.count >= 36, Array(raw[0..<8]) == magic else { return nil }
             let body = UnsafeRawBufferPointer(rebasing: raw[0..<raw.count - 4])
-            guard CRC32C.checksum(body) == raw.loadUnaligned(fromByteOffset: raw.count - 4, as: UInt32.self).littleEndian
+            guard
+                CRC32C.checksum(body) == raw.loadUnaligned(fromByteOffset: raw.count - 4, as: UInt32.self).littleEndian
             else { return nil }
             var cursor = 8
             func take<T: FixedWidthInteger>(_: T.Type) -> T? {
@@ -76,14 +77,16 @@ enum IndexCheckpoint {
                 // Names and ids the store wrote are UTF-8; other bytes would be changed by decoding (and could
                 // then outgrow their one-byte length when the index is written back).
                 guard let nameLength = take(UInt8.self), let name = bytes(Int(nameLength)),
-                    let collection = String(validating: name, as: UTF8.self), let count = take(UInt64.self), count <= total
+                    let collection = String(validating: name, as: UTF8.self), let count = take(UInt64.self),
+                    count <= total
                 else { return nil }
                 let code = index.declareCollection(collection)
                 for _ in 0..<count {
                     guard let keyLength = take(UInt8.self), let key = bytes(Int(keyLength)),
                         String(validating: key, as: UTF8.self) != nil,
                         let segment = take(UInt32.self), let offset = take(UInt32.self), let length = take(UInt32.self),
-                        let keyVersion = take(UInt32.self), let version = take(UInt64.self), let flags = take(UInt8.self)
+                        let keyVersion = take(UInt32.self), let version = take(UInt64.self),
+                        let flags = take(UInt8.self)
                     else { return nil }
                     index.appendSorted(
                         code: code, key: key,

@@ -50,7 +50,8 @@ enum RecordFrame {
 
     /// The additional authenticated data of a record's sealed value.
     static func authenticatedData(
-        kind: Kind, collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64
+        kind: Kind, collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, keyVersion: UInt32,
+        recordVersion: UInt64
     ) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: authenticatedDataSize(collection: collection, id: id)) { buffer, count in
             writeAuthenticatedData(
@@ -127,12 +128,14 @@ enum RecordFrame {
                 frame.storeBytes(of: keyVersion.littleEndian, toByteOffset: 8, as: UInt32.self)
                 frame.storeBytes(of: recordVersion.littleEndian, toByteOffset: 12, as: UInt64.self)
                 UnsafeMutableRawBufferPointer(rebasing: frame[fixedHeaderSize...]).copyMemory(from: collection)
-                UnsafeMutableRawBufferPointer(rebasing: frame[(fixedHeaderSize + collection.count)...]).copyMemory(from: id)
+                UnsafeMutableRawBufferPointer(rebasing: frame[(fixedHeaderSize + collection.count)...]).copyMemory(
+                    from: id)
                 let headerCRC = headerChecksum(UnsafeRawBufferPointer(frame), namesLength: collection.count + id.count)
                 frame.storeBytes(of: headerCRC.littleEndian, toByteOffset: 20, as: UInt32.self)
                 try fill(UnsafeMutableRawBufferPointer(rebasing: frame[namesEnd..<namesEnd + sealedCount]))
                 let body = UnsafeRawBufferPointer(rebasing: frame[0..<length - trailerSize])
-                frame.storeBytes(of: CRC32C.checksum(body).littleEndian, toByteOffset: length - trailerSize, as: UInt32.self)
+                frame.storeBytes(
+                    of: CRC32C.checksum(body).littleEndian, toByteOffset: length - trailerSize, as: UInt32.self)
             }
         } catch {
             output.removeLast(length)
@@ -163,10 +166,12 @@ enum RecordFrame {
             bytes[5] = flags
             let namesLength = Int(bytes[6]) + Int(bytes[7])
             bytes.storeBytes(
-                of: headerChecksum(UnsafeRawBufferPointer(bytes), namesLength: namesLength).littleEndian, toByteOffset: 20,
+                of: headerChecksum(UnsafeRawBufferPointer(bytes), namesLength: namesLength).littleEndian,
+                toByteOffset: 20,
                 as: UInt32.self)
             let body = UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count - trailerSize])
-            bytes.storeBytes(of: CRC32C.checksum(body).littleEndian, toByteOffset: bytes.count - trailerSize, as: UInt32.self)
+            bytes.storeBytes(
+                of: CRC32C.checksum(body).littleEndian, toByteOffset: bytes.count - trailerSize, as: UInt32.self)
         }
     }
 

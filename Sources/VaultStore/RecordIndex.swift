@@ -131,8 +131,9 @@ struct RecordIndex {
         }
     }
 
-    private mutating func insertNew(code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, corrupted: Bool)
-    {
+    private mutating func insertNew(
+        code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, corrupted: Bool
+    ) {
         if (count + 1) * 10 > slots.count * 7 { grow() }
         let keyStart = UInt32(keyBytes.count)
         keyBytes.append(contentsOf: key)
@@ -258,7 +259,8 @@ struct RecordIndex {
         return keyBytes.withUnsafeBytes { arena in
             Self.hash(
                 code: entry.collection,
-                key: UnsafeRawBufferPointer(rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)]))
+                key: UnsafeRawBufferPointer(
+                    rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)]))
         }
     }
 
@@ -328,7 +330,9 @@ struct RecordIndex {
         orders[Int(code)].recent.insert(UInt32(index), at: position)
         let order = orders[Int(code)]
         let threshold = max(256, min(8192, Int(Double(order.base.count).squareRoot()) * 4))
-        if order.recent.count >= threshold { mergeRecent(code: Int(code), clean: order.deadInBase * 4 > order.base.count) }
+        if order.recent.count >= threshold {
+            mergeRecent(code: Int(code), clean: order.deadInBase * 4 > order.base.count)
+        }
     }
 
     /// Merges the recent inserts into the base order; with `clean`, drops and frees dead entries.
@@ -342,7 +346,11 @@ struct RecordIndex {
             if clean {
                 for position in range {
                     let index = base[position]
-                    if entries[Int(index)].flags & Self.pendingFree != 0 { freed.append(index) } else { merged.append(index) }
+                    if entries[Int(index)].flags & Self.pendingFree != 0 {
+                        freed.append(index)
+                    } else {
+                        merged.append(index)
+                    }
                 }
             } else {
                 merged.append(contentsOf: base[range])
@@ -404,7 +412,11 @@ struct RecordIndex {
                             var high = list.count
                             while low < high {
                                 let middle = (low + high) / 2
-                                if compare(list[middle], afterKey, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
+                                if compare(list[middle], afterKey, arena: arena) <= 0 {
+                                    low = middle + 1
+                                } else {
+                                    high = middle
+                                }
                             }
                             position = low
                         }
@@ -413,7 +425,8 @@ struct RecordIndex {
                     func hasPrefix(_ index: UInt32) -> Bool {
                         let key = keyOf(index, arena: arena)
                         return key.count >= prefixKey.count
-                            && (prefixKey.count == 0 || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
+                            && (prefixKey.count == 0
+                                || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
                     }
                     var result: [Int] = []
                     var b = start(order.base)

@@ -85,7 +85,9 @@ extension RecordStore {
 
     /// Writes one record; see ``commit(_:)``.
     @discardableResult
-    public func put(_ collection: String, id: String, value: [UInt8], condition: WriteCondition = .unconditional)
+    public func put(
+        _ collection: String, id: String, value: [UInt8], condition: WriteCondition = .unconditional
+    )
         async throws -> UInt64
     {
         try await commit([.put(collection: collection, id: id, value: value, condition: condition)])[0]
@@ -154,7 +156,8 @@ public enum RecordName {
             !bytes.isEmpty && bytes.count <= maximumLength && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x2F }
         }
         guard valid else {
-            throw StoreError(.invalidArgument, "\(what) must be 1-\(maximumLength) printable ASCII characters without '/'")
+            throw StoreError(
+                .invalidArgument, "\(what) must be 1-\(maximumLength) printable ASCII characters without '/'")
         }
     }
 }

@@ -72,7 +72,9 @@ struct SegmentScanner {
                 }
                 let names = RecordFrame.names(rest, header)
                 batch.append(
-                    Frame(offset: position, header: header, collection: names.collection, id: names.id, damaged: isDamaged))
+                    Frame(
+                        offset: position, header: header, collection: names.collection, id: names.id, damaged: isDamaged
+                    ))
                 position += header.length
                 if header.flags & RecordFrame.endOfBatch != 0 {
                     apply(batch)
@@ -83,12 +85,14 @@ struct SegmentScanner {
                 if isZero(UnsafeRawBufferPointer(rebasing: bytes[position...])) {
                     // Preallocated space: the log ends here; an unfinished batch before it is torn.
                     return Result(
-                        end: batchStart, tornBytes: position - batchStart, damagedRanges: damaged, droppedFrames: dropped)
+                        end: batchStart, tornBytes: position - batchStart, damagedRanges: damaged,
+                        droppedFrames: dropped)
                 }
                 guard let next = nextValidFrame(bytes, after: position) else {
                     // Nothing sound follows: an unfinished write at the tail.
                     return Result(
-                        end: batchStart, tornBytes: bytes.count - batchStart, damagedRanges: damaged, droppedFrames: dropped)
+                        end: batchStart, tornBytes: bytes.count - batchStart, damagedRanges: damaged,
+                        droppedFrames: dropped)
                 }
                 // Sound frames follow, so this is damage, not a torn write. The batch it cut is
                 // dropped whole: the frames before it, and those after it up to the batch's end.

@@ -52,6 +52,7 @@ func measureConcurrently(
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         return Sample(
-            rate: Double(latencies.count) / elapsed, latency: LatencySummary(micros: latencies.map { Double($0) / 1e3 }))
+            rate: Double(latencies.count) / elapsed, latency: LatencySummary(micros: latencies.map { Double($0) / 1e3 })
+        )
     }
 }

@@ -12,14 +12,16 @@ struct CardKitSuite: BenchSuite {
     }
 
     func run(in context: SuiteContext, notes: inout [String]) throws -> [Comparison] {
-        notes.append("Both sides cycle through 16 test PANs of different brands and lengths (15-16 digits). "
-            + "Target: under 100 ns per PAN, i.e. at least 10M PANs/s on one core.")
+        notes.append(
+            "Both sides cycle through 16 test PANs of different brands and lengths (15-16 digits). "
+                + "Target: under 100 ns per PAN, i.e. at least 10M PANs/s on one core.")
         let anchor: Side
         switch BaselineProgram.named("cardkit_baseline", in: context) {
         case .success(let program):
-            anchor = .measured(Workload(label: "C Luhn + prefix table (cardkit_baseline)") { seconds in
-                Sample(rate: try program.run([String(seconds)], as: BaselineRun.self).ops_per_second)
-            })
+            anchor = .measured(
+                Workload(label: "C Luhn + prefix table (cardkit_baseline)") { seconds in
+                    Sample(rate: try program.run([String(seconds)], as: BaselineRun.self).ops_per_second)
+                })
         case .failure(let failure):
             anchor = .unavailable(failure.message)
         }
@@ -38,8 +40,9 @@ struct CardKitSuite: BenchSuite {
             parse.ratio = subject.median / anchor.median
         }
         if let subject = check.subject {
-            notes.append("CardKit: \(Formatting.fixed(1e9 / subject.median, decimals: 1)) ns per PAN "
-                + "(CardNumberCheck, the allocation-free entry point).")
+            notes.append(
+                "CardKit: \(Formatting.fixed(1e9 / subject.median, decimals: 1)) ns per PAN "
+                    + "(CardNumberCheck, the allocation-free entry point).")
         }
         return [check, parse]
     }

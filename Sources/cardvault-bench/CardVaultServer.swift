@@ -40,7 +40,9 @@ final class CardVaultServer {
         guard FileManager.default.isExecutableFile(atPath: binary),
             let help = try? ChildProcess.run(binary, ["--help"], timeout: 10)
         else { return false }
-        return help.stdout.split(separator: "\n").contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("serve") }
+        return help.stdout.split(separator: "\n").contains {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix("serve")
+        }
     }
 
     /// Starts the daemon on fresh directories (it creates a development master key and client) and
@@ -51,7 +53,8 @@ final class CardVaultServer {
         keysDirectory = home + "/keys"
         dataDirectory = home + "/data"
         _ = FileManager.default.createFile(
-            atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600])
+            atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600]
+        )
         (port, child) = try Self.start(context: context, home: home)
         let output = child.output()
         guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),

@@ -80,7 +80,8 @@ final class ChildProcess {
         var usage = rusage()
         let reaped = wait4(pid, &status, WNOHANG, &usage)
         if reaped == pid {
-            cpuSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            cpuSeconds =
+                Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
                 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
             // WIFEXITED: low 7 bits zero; WEXITSTATUS: bits 8-15; a signal death reports 128 + signal.
             exitStatus = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
@@ -109,7 +110,8 @@ final class ChildProcess {
             usleep(2_000)
         }
         return Outcome(
-            status: child.exitStatus ?? -1, stdout: child.output(), stderr: child.errors(), cpuSeconds: child.cpuSeconds)
+            status: child.exitStatus ?? -1, stdout: child.output(), stderr: child.errors(), cpuSeconds: child.cpuSeconds
+        )
     }
 
     /// Runs like `run` and throws when the exit status is not 0, with the end of stderr.

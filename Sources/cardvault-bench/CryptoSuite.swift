@@ -1,4 +1,5 @@
 import Foundation
+import VaultCore
 import VaultCrypto
 
 /// `crypto`: tokenize and detokenize on one core, CardVault's VaultCrypto against the C baseline
@@ -26,10 +27,11 @@ struct CryptoSuite: BenchSuite {
             let anchor: Side
             switch baseline {
             case .success(let program):
-                anchor = .measured(Workload(label: "C + OpenSSL (crypto_baseline)") { seconds in
-                    let run = try program.run([work, String(seconds)], as: BaselineRun.self)
-                    return Sample(rate: run.ops_per_second)
-                })
+                anchor = .measured(
+                    Workload(label: "C + OpenSSL (crypto_baseline)") { seconds in
+                        let run = try program.run([work, String(seconds)], as: BaselineRun.self)
+                        return Sample(rate: run.ops_per_second)
+                    })
             case .failure(let failure):
                 anchor = .unavailable(failure.message)
             }
@@ -63,7 +65,9 @@ enum VaultCryptoWorkload {
             let fingerprintKey = SymmetricKey.random(using: pool)
             let records = (0..<CardRecordSample.count).map(CardRecordSample.record)
             if detokenize {
-                let set = try (0..<1024).map { try tokenize(records[$0 % records.count], pool, dataKey, fingerprintKey) }
+                let set = try (0..<1024).map {
+                    try tokenize(records[$0 % records.count], pool, dataKey, fingerprintKey)
+                }
                 return try timed(seconds) { n in
                     try Self.detokenize(set[n % set.count], dataKey, fingerprintKey)
                 }

@@ -111,14 +111,19 @@ struct HTMLReport {
         }
         html += runsTable(suite.comparisons)
         for comparison in suite.comparisons {
-            if let note = comparison.note { html += "<p class=\"muted\">\(escape(comparison.name)): \(escape(note))</p>" }
+            if let note = comparison.note {
+                html += "<p class=\"muted\">\(escape(comparison.name)): \(escape(note))</p>"
+            }
         }
         return html
     }
 
     /// Horizontal bars, two per comparison (CardVault, anchor), each row scaled to its larger bar.
     private func throughputChart(_ comparisons: [Comparison]) -> String {
-        let labelWidth = 230.0, barWidth = 520.0, barHeight = 16.0, rowHeight = 48.0
+        let labelWidth = 230.0
+        let barWidth = 520.0
+        let barHeight = 16.0
+        let rowHeight = 48.0
         let width = labelWidth + barWidth + 330
         let height = rowHeight * Double(comparisons.count) + 8
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
@@ -137,7 +142,8 @@ struct HTMLReport {
             for (series, note, colour, y) in bars {
                 if let series, scale > 0 {
                     let length = max(1, barWidth * series.median / scale)
-                    svg += "<rect x=\"\(n(labelWidth))\" y=\"\(n(y))\" width=\"\(n(length))\" height=\"\(n(barHeight))\" "
+                    svg +=
+                        "<rect x=\"\(n(labelWidth))\" y=\"\(n(y))\" width=\"\(n(length))\" height=\"\(n(barHeight))\" "
                     svg += "fill=\"\(colour)\"><title>\(escape(series.label))</title></rect>\n"
                     for run in series.runs {
                         let x = labelWidth + barWidth * run / scale
@@ -147,7 +153,8 @@ struct HTMLReport {
                     let label = Formatting.rate(series.median) + " · " + series.label
                     svg += text(label, x: labelWidth + length + 6, y: y + barHeight - 4)
                 } else {
-                    svg += "<rect x=\"\(n(labelWidth))\" y=\"\(n(y))\" width=\"\(n(barWidth))\" height=\"\(n(barHeight))\" "
+                    svg +=
+                        "<rect x=\"\(n(labelWidth))\" y=\"\(n(y))\" width=\"\(n(barWidth))\" height=\"\(n(barHeight))\" "
                     svg += "fill=\"none\" stroke=\"\(colour)\" stroke-dasharray=\"4 3\"/>\n"
                     svg += text(note ?? "not measured", x: labelWidth + 8, y: y + barHeight - 4, muted: true)
                 }
@@ -158,13 +165,19 @@ struct HTMLReport {
 
     /// A percentile plot: x is the percentile on a log scale of 1/(1-p), y the latency (log scale).
     private func latencyChart(_ comparison: Comparison) -> String {
-        let width = 640.0, height = 300.0, left = 62.0, right = 24.0, top = 58.0, bottom = 36.0
+        let width = 640.0
+        let height = 300.0
+        let left = 62.0
+        let right = 24.0
+        let top = 58.0
+        let bottom = 36.0
         let lines: [(LatencySummary, String, String)] = [
             comparison.subject?.latency.map { ($0, Self.subjectColour, comparison.subject?.label ?? "") },
             comparison.anchor?.latency.map { ($0, Self.anchorColour, comparison.anchor?.label ?? "") },
         ].compactMap { $0 }
         let values = lines.flatMap { $0.0.curve.map(\.micros) }.filter { $0 > 0 }
-        let low = log10(max(values.min() ?? 1, 0.1)), high = log10(max(values.max() ?? 10, 1))
+        let low = log10(max(values.min() ?? 1, 0.1))
+        let high = log10(max(values.max() ?? 10, 1))
         let span = max(high - low, 0.5)
         let maxX = 4.0  // 99.99th percentile
         func px(_ percentile: Double) -> Double {
@@ -191,7 +204,8 @@ struct HTMLReport {
                 let value = log10(micros)
                 guard value >= low - 0.001, value <= low + span + 0.001 else { continue }
                 let y = py(micros)
-                svg += "<line x1=\"\(n(left))\" x2=\"\(n(width - right))\" y1=\"\(n(y))\" y2=\"\(n(y))\" stroke=\"#eee\"/>"
+                svg +=
+                    "<line x1=\"\(n(left))\" x2=\"\(n(width - right))\" y1=\"\(n(y))\" y2=\"\(n(y))\" stroke=\"#eee\"/>"
                 svg += text(Formatting.micros(micros), x: 2, y: y + 4)
             }
             decade += 1
@@ -204,7 +218,8 @@ struct HTMLReport {
                 svg += "fill=\"\(line.1)\"><title>p\(Formatting.significant(point.percentile)): "
                 svg += "\(Formatting.micros(point.micros))</title></circle>"
             }
-            let summary = "p50 \(Formatting.micros(line.0.p50Micros)) · p99 \(Formatting.micros(line.0.p99Micros))"
+            let summary =
+                "p50 \(Formatting.micros(line.0.p50Micros)) · p99 \(Formatting.micros(line.0.p99Micros))"
                 + " · p99.9 \(Formatting.micros(line.0.p999Micros))"
             svg += "<text x=\"0\" y=\"\(n(30 + Double(index) * 14))\" style=\"fill:\(line.1)\">"
             let label = line.2.count > 40 ? String(line.2.prefix(39)) + "…" : line.2

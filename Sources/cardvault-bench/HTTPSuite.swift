@@ -54,7 +54,8 @@ struct HTTPSuite: BenchSuite {
         var refusedSamples: [String] = []
         for connections in Self.connectionCounts {
             let label = "\(connections) conn\(connections == 1 ? "" : "s")"
-            let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
+            let nginxLoad = WrkLoad(
+                url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
             let anchor = Side.measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) })
             var flowSide = Side.unavailable(serverNote)
             let flowCounts = CompletedCounter()
@@ -64,12 +65,13 @@ struct HTTPSuite: BenchSuite {
                     scriptArguments: [setup.session.clientId, setup.session.token, setup.shoppers[0].user],
                     threadPerConnection: true)
                 let counter = flowCounts
-                flowSide = .measured(Workload(label: "cardvault serve, registration flow") { seconds in
-                    let (sample, report) = try load.runReporting(seconds: seconds)
-                    counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
-                    if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
-                    return sample
-                })
+                flowSide = .measured(
+                    Workload(label: "cardvault serve, registration flow") { seconds in
+                        let (sample, report) = try load.runReporting(seconds: seconds)
+                        counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
+                        if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
+                        return sample
+                    })
             }
             let flow = context.compare(
                 "card registration flow, \(label)", unit: "req/s", subject: flowSide, anchor: anchor,
@@ -84,7 +86,8 @@ struct HTTPSuite: BenchSuite {
             generator.append(generatorText(flow, label: label, threads: connections))
 
             var payIn = Comparison(name: "pay-in (frictionless), \(label)", unit: "pay-ins/s", subjectNote: serverNote)
-            payIn.note = "POST /payins/card/direct, 10.00 EUR with the frictionless sandbox card, one shopper (user, "
+            payIn.note =
+                "POST /payins/card/direct, 10.00 EUR with the frictionless sandbox card, one shopper (user, "
                 + "wallet, card, IP) per connection; only SUCCEEDED pay-ins count; anchor: nginx from the flow line"
             if let server, let setup {
                 let load = WrkLoad(
@@ -103,7 +106,8 @@ struct HTTPSuite: BenchSuite {
                         counted.rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
                         samples.append(counted)
                         if (report.refused ?? 0) > 0, let text = report.sample {
-                            refusedSamples.append("pay-in \(label): \(report.refused!) refused, e.g. \(text.prefix(160))")
+                            refusedSamples.append(
+                                "pay-in \(label): \(report.refused!) refused, e.g. \(text.prefix(160))")
                         }
                     }
                     payIn.subject = Series(label: "cardvault serve, direct pay-in", samples: samples)
@@ -126,10 +130,11 @@ struct HTTPSuite: BenchSuite {
         var tokenizeSide = Side.unavailable(serverNote)
         let tokenization = TokenizationRuns()
         if let server, let setup {
-            tokenizeSide = .measured(Workload(label: "cardvault serve, tokenization POST") { seconds in
-                try tokenization.run(
-                    seconds: seconds, server: server, setup: setup, connections: connections, context: context)
-            })
+            tokenizeSide = .measured(
+                Workload(label: "cardvault serve, tokenization POST") { seconds in
+                    try tokenization.run(
+                        seconds: seconds, server: server, setup: setup, connections: connections, context: context)
+                })
         }
         var tokenize = context.compare(
             "tokenization POST alone, \(label)", unit: "req/s", subject: tokenizeSide,
@@ -160,7 +165,9 @@ struct HTTPSuite: BenchSuite {
         comparisons.append(tokenize)
         if let registrations = tokenization.registrationsNote { notes.append(registrations) }
 
-        if !flowRates.isEmpty { notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".") }
+        if !flowRates.isEmpty {
+            notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".")
+        }
         if !refusedSamples.isEmpty { notes.append("Refused answers: " + refusedSamples.joined(separator: "; ") + ".") }
         notes.append(
             "Load generator: wrk runs one thread per connection on both sides (the flow and tokenization scripts "
@@ -178,7 +185,8 @@ struct HTTPSuite: BenchSuite {
         if let subject = comparison.subject, let cores = subject.generatorCores {
             text += ", \(Formatting.significant(cores)) against CardVault (\(Formatting.rate(subject.median)) req/s)"
             if let anchor = comparison.anchor, anchor.median > 0 {
-                text += subject.median * 1.2 < anchor.median
+                text +=
+                    subject.median * 1.2 < anchor.median
                     ? ", so wrk had headroom: the same set-up delivered "
                         + Formatting.ratio(anchor.median / max(subject.median, 1)) + " the subject's rate to nginx"
                     : ", close to what wrk delivers to nginx: the shared ceiling (wrk and server on 2 cores) may limit it"
@@ -224,7 +232,9 @@ struct MerchantSetup {
         for _ in 0..<count {
             let user = try session.createUser()
             made.append(
-                Shopper(user: user, wallet: try session.createWallet(owner: user), card: try session.createCard(user: user)))
+                Shopper(
+                    user: user, wallet: try session.createWallet(owner: user), card: try session.createCard(user: user))
+            )
         }
         shoppers = made
         shoppersFile = try context.temporaryDirectory("shoppers") + "/shoppers.tsv"
@@ -262,7 +272,8 @@ final class TokenizationRuns {
     ) throws -> Sample {
         for attempt in 0..<2 {
             let wanted = Int(expectedRate * 2.5 * max(1, seconds.rounded())) * (attempt + 1) + 16 * connections
-            let file = try createRegistrations(wanted, server: server, setup: setup, connections: connections, context: context)
+            let file = try createRegistrations(
+                wanted, server: server, setup: setup, connections: connections, context: context)
             let load = WrkLoad(
                 url: server.url, script: context.benchDirectory + "/wrk/tokenize.lua", connections: connections,
                 scriptArguments: [file.path], threadPerConnection: true)
@@ -276,7 +287,9 @@ final class TokenizationRuns {
             }
             idleShare = max(idleShare, idle)
             created.append(file.count)
-            last = Run(registrationsDirectory: file.path, threads: connections, report: report, clientId: setup.session.clientId)
+            last = Run(
+                registrationsDirectory: file.path, threads: connections, report: report,
+                clientId: setup.session.clientId)
             var counted = sample
             counted.rate = rate
             return counted

@@ -18,7 +18,8 @@ final class LoopbackHTTPClient {
             let object = json
             guard let value = object[name] as? String else {
                 // Field names only: a successful answer carries access keys and tokens.
-                let fields = object.isEmpty ? "not a JSON object" : "fields " + object.keys.sorted().joined(separator: ", ")
+                let fields =
+                    object.isEmpty ? "not a JSON object" : "fields " + object.keys.sorted().joined(separator: ", ")
                 throw BenchFailure("answer \(status) has no \(name) (\(fields))")
             }
             return value
@@ -84,7 +85,9 @@ final class LoopbackHTTPClient {
     private func write(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = bytes[sent...].withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard count > 0 else { throw BenchFailure("send failed") }
             sent += count
         }

@@ -41,9 +41,10 @@ struct LatencySummary: Codable, Sendable {
     /// A summary from raw latencies in microseconds (any order).
     init(micros: [Double]) {
         let sorted = micros.sorted()
-        self.init(curve: LatencySummary.curvePercentiles.map {
-            LatencyPoint(percentile: $0, micros: Statistics.percentile($0, ofSorted: sorted))
-        })
+        self.init(
+            curve: LatencySummary.curvePercentiles.map {
+                LatencyPoint(percentile: $0, micros: Statistics.percentile($0, ofSorted: sorted))
+            })
     }
 
     /// The latency at `percentile`, interpolated linearly between the curve's neighbouring points.

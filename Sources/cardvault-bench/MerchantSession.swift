@@ -34,7 +34,9 @@ final class MerchantSession {
     /// The API path of `resource` for this client.
     func api(_ resource: String) -> String { "/v2.01/\(clientId)/\(resource)" }
 
-    private func call(_ method: String, _ path: String, _ body: String = "", expect: Int = 200) throws
+    private func call(
+        _ method: String, _ path: String, _ body: String = "", expect: Int = 200
+    ) throws
         -> LoopbackHTTPClient.Response
     {
         let answer = try client.send(method, path, headers: ["Authorization": "Bearer " + token], body: body)

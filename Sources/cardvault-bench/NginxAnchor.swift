@@ -9,12 +9,14 @@ final class NginxAnchor {
 
     /// Starts nginx and waits until it accepts connections.
     init(context: SuiteContext) throws {
-        let template = try String(contentsOfFile: context.benchDirectory + "/nginx/nginx.conf.template", encoding: .utf8)
+        let template = try String(
+            contentsOfFile: context.benchDirectory + "/nginx/nginx.conf.template", encoding: .utf8)
         let prefix = try context.temporaryDirectory("nginx")
         chmod(prefix, 0o755)
         port = try LoopbackPort.free()
         let user = getuid() == 0 ? "nobody nogroup" : (ProcessInfo.processInfo.environment["USER"] ?? "nobody")
-        let config = template
+        let config =
+            template
             .replacingOccurrences(of: "@PREFIX@", with: prefix)
             .replacingOccurrences(of: "@PORT@", with: String(port))
             .replacingOccurrences(of: "@WORKERS@", with: "auto")
@@ -22,7 +24,8 @@ final class NginxAnchor {
         let path = prefix + "/nginx.conf"
         try config.write(toFile: path, atomically: true, encoding: .utf8)
         let nginx = ChildProcess.which("nginx") ?? "/usr/sbin/nginx"
-        version = (try? ChildProcess.run(nginx, ["-v"]).stderr.trimmingCharacters(in: .whitespacesAndNewlines))
+        version =
+            (try? ChildProcess.run(nginx, ["-v"]).stderr.trimmingCharacters(in: .whitespacesAndNewlines))
             ?? "nginx"
         child = try ChildProcess.start(nginx, ["-c", path, "-p", prefix, "-e", prefix + "/error.log"])
         let process = child

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -76,7 +77,8 @@ enum CardVaultPeerWork {
             return try measureConcurrently(tasks: tasks, seconds: seconds) { task, iteration in
                 let record = records[(task + iteration * tasks) % records.count]
                 let token = hex(pool.bytes(count: 16))
-                let pan = Array(record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
+                let pan = Array(
+                    record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
                 let fingerprint = hex(HMACSHA256.authenticationCode(for: pan, using: fingerprintKey))
                 try await store.commit([
                     .put(collection: "vault-cards", id: token, value: record, condition: .absent),

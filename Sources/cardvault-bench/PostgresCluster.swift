@@ -30,8 +30,10 @@ final class PostgresCluster {
         running = true
         try ChildProcess.check(
             Self.binaries + "/psql",
-            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port), "-U", "postgres", "-d",
-             "postgres", "-f", schema])
+            [
+                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port), "-U", "postgres", "-d",
+                "postgres", "-f", schema,
+            ])
     }
 
     /// Stops the server (fast shutdown) and removes the directory.
@@ -95,12 +97,14 @@ struct PgbenchLoad {
         ]
         for (name, value) in variables.sorted(by: { $0.key < $1.key }) { arguments += ["-D", "\(name)=\(value)"] }
         arguments.append("postgres")
-        let outcome = try ChildProcess.check(PostgresCluster.binaries + "/pgbench", arguments, timeout: Double(duration) + 60)
+        let outcome = try ChildProcess.check(
+            PostgresCluster.binaries + "/pgbench", arguments, timeout: Double(duration) + 60)
         guard let line = outcome.stdout.split(separator: "\n").first(where: { $0.contains(Self.tpsPattern) }),
             let range = line.range(of: Self.tpsPattern),
             let tps = Double(line[range.upperBound...].prefix { $0.isNumber || $0 == "." })
         else { throw BenchFailure("pgbench printed no tps line") }
-        let failed = outcome.stdout.split(separator: "\n").first { $0.contains("number of failed transactions") }
+        let failed =
+            outcome.stdout.split(separator: "\n").first { $0.contains("number of failed transactions") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } } ?? 0
         var latencies: [Double] = []
         for file in (try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? [] {

@@ -41,9 +41,11 @@ struct ResultTable {
     }
 
     private func row(_ comparison: Comparison, suite: String) -> [String] {
-        let subject = comparison.subject.map { Formatting.rate($0.median) + errorsMark($0) }
+        let subject =
+            comparison.subject.map { Formatting.rate($0.median) + errorsMark($0) }
             ?? comparison.subjectNote ?? "–"
-        let anchor = comparison.anchor.map { Formatting.rate($0.median) + errorsMark($0) }
+        let anchor =
+            comparison.anchor.map { Formatting.rate($0.median) + errorsMark($0) }
             ?? comparison.anchorNote ?? "–"
         let ratio = comparison.ratio.map(Formatting.ratio) ?? "–"
         var target = "–"

@@ -41,18 +41,20 @@ struct StoreSuite: BenchSuite {
             switch baseline {
             case .success(let program):
                 let directory = try context.temporaryDirectory("fsync")
-                anchor = .measured(Workload(label: "C append + fdatasync (preallocated), batch \(writers)") { seconds in
-                    let run = try program.run(
-                        [directory, String(writers), String(seconds), String(Self.recordBytes)], as: BaselineRun.self)
-                    let commit = run.commit_us
-                    return Sample(
-                        rate: run.records_per_second,
-                        latency: LatencySummary(curve: [
-                            LatencyPoint(percentile: 50, micros: commit.p50),
-                            LatencyPoint(percentile: 99, micros: commit.p99),
-                            LatencyPoint(percentile: 99.9, micros: commit.p999),
-                        ]))
-                })
+                anchor = .measured(
+                    Workload(label: "C append + fdatasync (preallocated), batch \(writers)") { seconds in
+                        let run = try program.run(
+                            [directory, String(writers), String(seconds), String(Self.recordBytes)],
+                            as: BaselineRun.self)
+                        let commit = run.commit_us
+                        return Sample(
+                            rate: run.records_per_second,
+                            latency: LatencySummary(curve: [
+                                LatencyPoint(percentile: 50, micros: commit.p50),
+                                LatencyPoint(percentile: 99, micros: commit.p99),
+                                LatencyPoint(percentile: 99.9, micros: commit.p999),
+                            ]))
+                    })
             case .failure(let failure):
                 anchor = .unavailable(failure.message)
             }
@@ -67,10 +69,12 @@ struct StoreSuite: BenchSuite {
                     ? { Target(goal: "≥ 100k records/s", met: $0.subject.map { $0.median >= 100_000 }) } : nil
             )
             if let average = batches.averageBatch {
-                comparison.note = "CardVault: one put per call, \(Formatting.significant(average)) commits per fsync "
+                comparison.note =
+                    "CardVault: one put per call, \(Formatting.significant(average)) commits per fsync "
                     + "on average (group commit); latency = put call to acknowledgement; anchor latency = batch commit"
                 if writers > 64 {
-                    comparison.note! += "; more callers than the target's 64, to show where group commit stops "
+                    comparison.note! +=
+                        "; more callers than the target's 64, to show where group commit stops "
                         + "scaling (the CPU, not the sync, is then the limit)"
                 }
             }
@@ -130,7 +134,8 @@ enum StoreSubject {
     }
 
     /// Builds the large store once (untimed), then measures point reads, start-up and index memory.
-    static func largeStore(context: SuiteContext, open: @escaping Factory, notes: inout [String]) throws -> [Comparison] {
+    static func largeStore(context: SuiteContext, open: @escaping Factory, notes: inout [String]) throws -> [Comparison]
+    {
         let count = largeStoreRecords(context)
         let directory = try context.temporaryDirectory("store-large")
         context.progress.step("\(context.suiteName) › building a store of \(count) records (untimed)")
@@ -162,11 +167,12 @@ enum StoreSubject {
             }
         }
         let buildSeconds = Date().timeIntervalSince(buildStart)
-        let sizes = (try? FileManager.default.subpathsOfDirectory(atPath: directory + "/segments"))?.reduce(0) {
-            total, name in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/segments/" + name)
-            return total + ((attributes?[.size] as? NSNumber)?.intValue ?? 0)
-        } ?? 0
+        let sizes =
+            (try? FileManager.default.subpathsOfDirectory(atPath: directory + "/segments"))?.reduce(0) {
+                total, name in
+                let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/segments/" + name)
+                return total + ((attributes?[.size] as? NSNumber)?.intValue ?? 0)
+            } ?? 0
         notes.append(
             "Large store: \(count) records\(context.options.quick ? " (--quick: 100,000 instead of 1,000,000)" : "") "
                 + "of \(StoreSuite.recordBytes - 64)-byte values with card-like ids, built once per run in "
@@ -207,14 +213,16 @@ enum StoreSubject {
             anchorNote: "no anchor (CardVault-only figure)")
         startup.subject = Series(label: "EncryptedFileStore.open (checkpoint + replay)", samples: startups)
         if let median = startup.subject?.median, median > 0 {
-            startup.note = "open() with the checkpoint close() wrote, warm page cache: "
+            startup.note =
+                "open() with the checkpoint close() wrote, warm page cache: "
                 + Formatting.micros(Double(count) / median * 1e6) + " to open"
         }
         var index = Comparison(
             name: "index memory at \(count / 1000)k records", unit: "bytes/record",
             anchorNote: "no anchor (CardVault-only figure)")
         index.subject = Series(label: "StoreStatistics.indexMemoryBytes / records", samples: memory)
-        index.note = "the store's own estimate; process RSS grew by "
+        index.note =
+            "the store's own estimate; process RSS grew by "
             + Formatting.significant(Statistics.median(residentGrowth)) + " bytes/record over open() (median of runs; "
             + "later runs reuse freed heap)"
         return [reads, startup, index].compactMap { $0 }

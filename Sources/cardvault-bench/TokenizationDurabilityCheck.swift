@@ -30,7 +30,8 @@ enum TokenizationDurabilityCheck {
     static func verify(_ run: TokenizationRuns.Run, server: CardVaultServer) throws -> Outcome {
         var acknowledged: [String] = []
         for thread in run.report.threads ?? [] {
-            let text = try String(contentsOfFile: run.registrationsDirectory + "/slice-\(thread.slice)", encoding: .utf8)
+            let text = try String(
+                contentsOfFile: run.registrationsDirectory + "/slice-\(thread.slice)", encoding: .utf8)
             let slice = text.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
             let gaps = Set(thread.gaps.split(separator: ",").compactMap { Int($0) })
             for position in stride(from: 1, through: thread.last, by: 1) where !gaps.contains(position) {

@@ -50,7 +50,8 @@ struct WrkLoad {
     func runReporting(seconds: Double) throws -> (sample: Sample, report: Report) {
         let duration = max(1, Int(seconds.rounded()))
         var arguments = [
-            "-t", String(threads), "-c", String(connections), "-d", "\(duration)s", "--timeout", "5s", "-s", script, url,
+            "-t", String(threads), "-c", String(connections), "-d", "\(duration)s", "--timeout", "5s", "-s", script,
+            url,
         ]
         if !scriptArguments.isEmpty { arguments += ["--"] + scriptArguments }
         let outcome = try ChildProcess.check("wrk", arguments, timeout: Double(duration) + 60)

@@ -45,7 +45,8 @@ for (index, suite) in selected.enumerated() {
         notes.append("suite failed: \(error)")
     }
     let seconds = Date().timeIntervalSince(suiteStart)
-    reports.append(SuiteReport(name: suite.name, title: suite.title, comparisons: comparisons, notes: notes, seconds: seconds))
+    reports.append(
+        SuiteReport(name: suite.name, title: suite.title, comparisons: comparisons, notes: notes, seconds: seconds))
     progress.line("\(suite.name): done in \(Formatting.fixed(seconds, decimals: 1)) s")
 }
 context.removeTemporaryDirectories()

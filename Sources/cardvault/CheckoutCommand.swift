@@ -3,7 +3,7 @@ import Foundation
 import VaultStore
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// `cardvault checkout add|list|remove`: a merchant's checkout ids, through the running daemon's API.

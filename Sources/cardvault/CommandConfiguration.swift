@@ -1,6 +1,6 @@
-import Foundation
 import CardVaultApp
 import Configuration
+import Foundation
 
 /// The configuration every command reads, as `serve` does: `--config FILE`, else
 /// `config/cardvault.json` when it exists, else the defaults; then the `CARDVAULT_…` environment

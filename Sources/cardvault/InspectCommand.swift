@@ -56,8 +56,9 @@ enum InspectCommand: Command {
         for byte in line {
             if byte == 0x20 || byte == 0x2D { continue }
             guard byte &- 0x30 < 10 else {
-                return object(brand: nil, candidates: [], luhn: false, lengthValid: false,
-                              failure: .invalidCharacter, alias: nil)
+                return object(
+                    brand: nil, candidates: [], luhn: false, lengthValid: false,
+                    failure: .invalidCharacter, alias: nil)
             }
             digits.append(byte)
         }
@@ -65,12 +66,14 @@ enum InspectCommand: Command {
         let candidates = BrandCatalog.standard.candidates(forPrefix: String(decoding: digits, as: UTF8.self))
         var alias: String?
         if (CardNumberCheck.minimumLength...CardNumberCheck.maximumLength).contains(digits.count) {
-            alias = String(decoding: digits[..<6], as: UTF8.self)
+            alias =
+                String(decoding: digits[..<6], as: UTF8.self)
                 + String(repeating: "X", count: digits.count - 10)
                 + String(decoding: digits[(digits.count - 4)...], as: UTF8.self)
         }
-        return object(brand: check.brand, candidates: candidates, luhn: check.luhnValid,
-                      lengthValid: check.lengthValid, failure: check.failure, alias: alias)
+        return object(
+            brand: check.brand, candidates: candidates, luhn: check.luhnValid,
+            lengthValid: check.lengthValid, failure: check.failure, alias: alias)
     }
 
     static func describeOverlongLine() -> String {

@@ -35,7 +35,9 @@ enum KeysCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        guard let action = arguments.positional() else { throw UsageError("missing action (try `cardvault keys --help`)") }
+        guard let action = arguments.positional() else {
+            throw UsageError("missing action (try `cardvault keys --help`)")
+        }
         switch action {
         case "init":
             let access = try StoreAccess.parse(&arguments)
@@ -70,7 +72,9 @@ enum KeysCommand: Command {
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
             _ = try await access.call("keys.rotate-master")
-            print("rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))")
+            print(
+                "rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))"
+            )
             return 0
         case "rewrap":
             let access = try StoreAccess.parse(&arguments)
@@ -149,7 +153,8 @@ enum KeysCommand: Command {
             let created = key["created"]?.intValue ?? 0
             lines.append(
                 pad(String(key["version"]?.intValue ?? 0), 9) + pad(state(key), 14) + pad(iso8601(created), 22)
-                    + pad(String(max(0, now - created) / 86_400) + "d", 8) + pad(String(key["records"]?.intValue ?? 0), 10)
+                    + pad(String(max(0, now - created) / 86_400) + "d", 8)
+                    + pad(String(key["records"]?.intValue ?? 0), 10)
                     + String(key["seals"]?.intValue ?? 0))
         }
         let days = result["maximumAgeSeconds"]?.intValue.map { "after \($0 / 86_400) days" } ?? "never by age"

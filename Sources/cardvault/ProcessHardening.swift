@@ -1,6 +1,6 @@
 import CProcessControl
-import VaultCrypto
 import Foundation
+import VaultCrypto
 
 #if canImport(Glibc)
 import Glibc

@@ -1,10 +1,10 @@
 import AdminChannel
 import CProcessControl
+import CardVaultApp
+import Configuration
 import Foundation
 import HTTPServer
 import Payments
-import CardVaultApp
-import Configuration
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -54,7 +54,9 @@ enum ServeCommand: Command {
         let logger = Logger(handler: logHandler, minimumLevel: configuration.logLevel)
         let announce: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
-        if let reexecProblem { logger.warning("crash backtracer settings not applied", ["reason": .string(reexecProblem)]) }
+        if let reexecProblem {
+            logger.warning("crash backtracer settings not applied", ["reason": .string(reexecProblem)])
+        }
         try ProcessHardening.enforcePrivateModes(
             dataDirectory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory)
         let store = try openStore(configuration, logger: logger, announce: announce)

@@ -1,7 +1,7 @@
 import AdminChannel
-import Foundation
 import CardVaultApp
 import Configuration
+import Foundation
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -22,7 +22,8 @@ struct StoreAccess {
         if let data, let keys {
             // Both directories given: the configuration only lends its key rotation limits, if it loads.
             let keyRotation = (try? CommandConfiguration.load(explicitFile: explicitFile))?.keys.rotationPolicy
-            return StoreAccess(dataDirectory: data, keysDirectory: keys, keyRotation: keyRotation ?? KeyRotationPolicy())
+            return StoreAccess(
+                dataDirectory: data, keysDirectory: keys, keyRotation: keyRotation ?? KeyRotationPolicy())
         }
         let configuration = try CommandConfiguration.load(explicitFile: explicitFile)
         return StoreAccess(
@@ -31,7 +32,9 @@ struct StoreAccess {
     }
 
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
-    func call(_ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil)
+    func call(
+        _ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil
+    )
         async throws -> AdminValue
     {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
@@ -41,7 +44,8 @@ struct StoreAccess {
             }
             var options = FileStoreOptions()
             options.keyRotation = keyRotation
-            let store = try EncryptedFileStore.open(directory: dataDirectory, keysDirectory: keysDirectory, options: options)
+            let store = try EncryptedFileStore.open(
+                directory: dataDirectory, keysDirectory: keysDirectory, options: options)
             defer { store.close() }
             let handlers = AdminHandlers()
             StoreAdminCommands.register(store, in: handlers)

@@ -40,7 +40,8 @@ enum StoreExerciseCommand: Command {
                 options.keyRotation = KeyRotationPolicy(maximumSeals: seals, maximumAge: nil, reservationBlock: 64)
             }
             try arguments.finish()
-            return try await write(data: data, keys: keys, acked: acked, writers: writers, count: count, options: options)
+            return try await write(
+                data: data, keys: keys, acked: acked, writers: writers, count: count, options: options)
         case "serve":
             let admin = !arguments.flag("--no-admin")
             try arguments.finish()
@@ -92,26 +93,28 @@ enum StoreExerciseCommand: Command {
         }
         var bad = 0
         for (id, version) in expected {
-                do {
-                    guard let record = try await store.get("crash", id: id) else {
-                        emit("FAIL \(id) missing")
-                        bad += 1
-                        continue
-                    }
-                    if record.version < version || record.value != value(id, record.version) {
-                        emit("FAIL \(id) version \(record.version) does not hold the acknowledged value")
-                        bad += 1
-                    }
-                } catch {
-                    emit("FAIL \(id) \(error)")
+            do {
+                guard let record = try await store.get("crash", id: id) else {
+                    emit("FAIL \(id) missing")
+                    bad += 1
+                    continue
+                }
+                if record.version < version || record.value != value(id, record.version) {
+                    emit("FAIL \(id) version \(record.version) does not hold the acknowledged value")
                     bad += 1
                 }
+            } catch {
+                emit("FAIL \(id) \(error)")
+                bad += 1
+            }
         }
         if bad > 0 {
             store.close()
             return 3
         }
-        emit("verified \(expected.count) recovery torn=\(store.recovery.tornTailBytes) checkpoint=\(store.recovery.usedCheckpoint)")
+        emit(
+            "verified \(expected.count) recovery torn=\(store.recovery.tornTailBytes) checkpoint=\(store.recovery.usedCheckpoint)"
+        )
         let tag = String(getpid())
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -136,9 +139,12 @@ enum StoreExerciseCommand: Command {
                             mine.append((id, 1))
                             if index % 3 == 2, let (previous, version) = mine.randomElement() {
                                 let next = version + 1
-                                try await store.put("crash", id: previous, value: value(previous, next), condition: .version(version))
+                                try await store.put(
+                                    "crash", id: previous, value: value(previous, next), condition: .version(version))
                                 emit("ack \(previous) \(next)")
-                                if let position = mine.firstIndex(where: { $0.0 == previous }) { mine[position].1 = next }
+                                if let position = mine.firstIndex(where: { $0.0 == previous }) {
+                                    mine[position].1 = next
+                                }
                             }
                             index += 1
                         }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 import VaultStore
+
 @testable import AdminChannel
 
 #if canImport(Glibc)
@@ -59,7 +60,9 @@ import Glibc
         try Data().write(to: URL(fileURLWithPath: path))
         let first = AdminSocketServer(path: path, handlers: AdminHandlers())
         try first.start()
-        #expect(throws: AdminError("inUse", "")) { try AdminSocketServer(path: path, handlers: AdminHandlers()).start() }
+        #expect(throws: AdminError("inUse", "")) {
+            try AdminSocketServer(path: path, handlers: AdminHandlers()).start()
+        }
         await first.stop()
     }
 

@@ -48,7 +48,10 @@ import Testing
         defer { daemon.stop() }
         // The daemon holds the directory's lock, so this can only succeed over its admin socket.
         let added = try CLIProcess.run(
-            ["clients", "add", "live", "--json", "--data-dir", daemon.dataDirectory, "--keys-dir", daemon.keysDirectory])
+            [
+                "clients", "add", "live", "--json", "--data-dir", daemon.dataDirectory, "--keys-dir",
+                daemon.keysDirectory,
+            ])
         #expect(added.status == 0, "\(added.stderr)")
         let (clientId, apiKey) = try credentials(added)
 

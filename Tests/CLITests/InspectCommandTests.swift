@@ -24,11 +24,12 @@ import Testing
         let result = try CLIProcess.run(["inspect"], stdin: "4970107111111119\n")
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty)
-        #expect(result.stdout == """
-            {"brand": "visa", "candidates": ["visa"], "luhn": true, "lengthValid": true, "valid": true, \
-            "alias": "497010XXXXXX1119", "securityCode": {"name": "CVV", "size": 3}}
+        #expect(
+            result.stdout == """
+                {"brand": "visa", "candidates": ["visa"], "luhn": true, "lengthValid": true, "valid": true, \
+                "alias": "497010XXXXXX1119", "securityCode": {"name": "CVV", "size": 3}}
 
-            """)
+                """)
     }
 
     @Test func oneObjectPerLineAndKeepsGoingAfterBadLines() throws {

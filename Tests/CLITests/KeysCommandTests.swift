@@ -88,7 +88,9 @@ import Glibc
 
     @Test func badUsageExits64() throws {
         let sandbox = try CLISandbox()
-        for arguments in [["keys"], ["keys", "frob"], ["keys", "retire"], ["keys", "retire", "x"], ["keys", "list", "--bogus"]] {
+        for arguments in [
+            ["keys"], ["keys", "frob"], ["keys", "retire"], ["keys", "retire", "x"], ["keys", "list", "--bogus"],
+        ] {
             let result = try run(arguments, sandbox)
             #expect(result.status == 64, "\(arguments)")
         }

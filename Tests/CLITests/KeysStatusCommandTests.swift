@@ -3,13 +3,15 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// `cardvault keys status`: seal counts per data key version, automatic rotation at the seal limit,
 /// and counts that survive SIGKILL without ever falling below the seals made.
 @Suite struct KeysStatusCommandTests {
-    private func run(_ arguments: [String], _ sandbox: CLISandbox, environment: [String: String] = [:]) throws
+    private func run(
+        _ arguments: [String], _ sandbox: CLISandbox, environment: [String: String] = [:]
+    ) throws
         -> CLIResult
     {
         var merged = ProcessInfo.processInfo.environment

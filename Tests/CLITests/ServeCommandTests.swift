@@ -8,7 +8,8 @@ import Glibc
 
 @Suite(.serialized) struct ServeCommandTests {
     static func temporaryFile(_ text: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-serve-\(UUID().uuidString).json")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-serve-\(UUID().uuidString).json")
         try Data(text.utf8).write(to: url)
         return url.path
     }
@@ -108,7 +109,9 @@ import Glibc
         let closed = logLines.firstIndex { $0.contains(#""msg":"store closed""#) }
         #expect(closed != nil)
         for service in ["http", "admin-socket", "record-sweeper", "expiry-rounds"] {
-            let stopped = logLines.firstIndex { $0.contains(#""msg":"service stopped""#) && $0.contains(#""service":"\#(service)""#) }
+            let stopped = logLines.firstIndex {
+                $0.contains(#""msg":"service stopped""#) && $0.contains(#""service":"\#(service)""#)
+            }
             #expect(stopped != nil && closed != nil && stopped! < closed!, "\(service)")
         }
     }
@@ -120,10 +123,14 @@ import Glibc
 
     /// One HTTP/1.1 request (`Connection: close`) with the shared raw client; status and body, or (0, "") when
     /// nothing answers.
-    static func request(port: Int, method: String, path: String, headers: [String: String] = [:], body: String = "")
+    static func request(
+        port: Int, method: String, path: String, headers: [String: String] = [:], body: String = ""
+    )
         throws -> (Int, String)
     {
-        guard let response = try? RawHTTPClient.request(port: port, method: method, path: path, headers: headers, body: body)
+        guard
+            let response = try? RawHTTPClient.request(
+                port: port, method: method, path: path, headers: headers, body: body)
         else { return (0, "") }
         return (response.status, response.text)
     }

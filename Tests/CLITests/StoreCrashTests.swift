@@ -1,7 +1,7 @@
 import CardVaultTesting
 import Foundation
-import VaultCore
 import Testing
+import VaultCore
 
 #if canImport(Glibc)
 import Glibc

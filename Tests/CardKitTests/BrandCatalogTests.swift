@@ -1,23 +1,49 @@
 import Testing
+
 @testable import CardKit
 
 /// Luhn-valid numbers of each brand: network and gateway test cards (Mangopay 4970107111111119, 5033951000000004,
 /// 375989111111119; Stripe/Braintree/Adyen sandbox cards) and generated numbers with a real prefix and a computed
 /// check digit (verified outside Swift).
 let numbersByBrand: [(CardBrand, [String])] = [
-    (.visa, ["4111111111111111", "4012888888881881", "4970107111111119", "4970105181818183",
-             "4526018159083016612", "431860913909960304"]),
-    (.mastercard, ["5555555555554444", "5105105105105100", "2223003122003222", "2221000000000009",
-                   "2720999999999996"]),
+    (
+        .visa,
+        [
+            "4111111111111111", "4012888888881881", "4970107111111119", "4970105181818183",
+            "4526018159083016612", "431860913909960304",
+        ]
+    ),
+    (
+        .mastercard,
+        [
+            "5555555555554444", "5105105105105100", "2223003122003222", "2221000000000009",
+            "2720999999999996",
+        ]
+    ),
     (.amex, ["378282246310005", "371449635398431", "375989111111119", "340000000000009"]),
     (.discover, ["6011111111111117", "6011000990139424", "6445644564456445", "6011824628194821990"]),
     (.diners, ["30569309025904", "38520000023237", "36227206271667", "3056930009020004", "3635181909378657970"]),
-    (.jcb, ["3530111333300000", "3566002020360505", "3528000000000007", "3589543231948757491",
-            "35281186252760189"]),
-    (.unionpay, ["6200000000000005", "6250941006528599", "6212345678901265", "6282000000000006",
-                 "6221269555979711475", "8110104974650756", "81029170342365"]),
-    (.maestro, ["6759649826438453", "5033951000000004", "6799990100000000019", "5018000000000009",
-                "630467127688", "6759426846569", "5023212233079244024"]),
+    (
+        .jcb,
+        [
+            "3530111333300000", "3566002020360505", "3528000000000007", "3589543231948757491",
+            "35281186252760189",
+        ]
+    ),
+    (
+        .unionpay,
+        [
+            "6200000000000005", "6250941006528599", "6212345678901265", "6282000000000006",
+            "6221269555979711475", "8110104974650756", "81029170342365",
+        ]
+    ),
+    (
+        .maestro,
+        [
+            "6759649826438453", "5033951000000004", "6799990100000000019", "5018000000000009",
+            "630467127688", "6759426846569", "5023212233079244024",
+        ]
+    ),
     (.mir, ["2200000000000004", "2204000000000000", "2204685995289078668", "22006617603137216"]),
     (.elo, ["6362970000457013", "5066991111111118", "4011780000000006", "5090000000000000", "6500310590109281"]),
     (.hiper, ["6370950000000005", "6375680000000003", "6373742337353794"]),
@@ -73,40 +99,41 @@ func referenceBrand(leading value: UInt32, ranges: [BrandRange] = BrandCatalog.s
     }
 
     /// Boundaries of the ranges the issue names, and their outer neighbours (padded to eight digits).
-    @Test(arguments: [
-        ("4", CardBrand.visa), ("31", nil),
-        ("50", .maestro), ("51", .mastercard), ("55", .mastercard), ("56", .maestro),
-        ("2220", nil), ("2221", .mastercard), ("2720", .mastercard), ("2721", nil), ("2299", .mastercard),
-        ("2200", .mir), ("2204", .mir), ("2205", nil), ("2199", nil),
-        ("33", nil), ("34", .amex), ("35", nil), ("36", .diners), ("37", .amex), ("38", .diners), ("39", .diners),
-        ("299", nil), ("300", .diners), ("305", .diners), ("306", nil),
-        ("6010", .maestro), ("6011", .discover), ("6012", .maestro), ("643", .maestro), ("644", .discover),
-        ("649", .discover), ("65", .discover),
-        ("1799", nil), ("1800", .jcb), ("1801", nil), ("2130", nil), ("2131", .jcb), ("2132", nil),
-        ("3527", nil), ("3528", .jcb), ("3589", .jcb), ("3590", nil),
-        ("6199", .maestro), ("620", .unionpay), ("62099", .unionpay), ("62183", .maestro), ("62184", .unionpay),
-        ("62197", .unionpay), ("62198", .maestro), ("6220", .unionpay), ("622999", .unionpay), ("626", .unionpay),
-        ("6271", .maestro), ("6290", .maestro), ("6291", .unionpay), ("6293", .maestro),
-        ("627779", .unionpay), ("627780", .elo), ("627781", .unionpay), ("810", .unionpay), ("8171", .unionpay),
-        ("8172", nil), ("8099", nil), ("8100", .unionpay),
-        ("493697", .visa), ("493698", .maestro), ("493699", .visa),
-        ("499999", .visa), ("500000", .maestro), ("504174", .maestro), ("504175", .elo), ("504176", .maestro),
-        ("506098", .maestro), ("506099", .verve), ("506127", .verve), ("506128", .maestro), ("506698", .maestro),
-        ("506699", .elo), ("506778", .elo), ("506779", .maestro), ("508499", .maestro), ("508500", .rupay),
-        ("508999", .rupay), ("509000", .elo), ("509999", .elo),
-        ("606281", .maestro), ("606282", .hipercard), ("606283", .maestro), ("606984", .maestro),
-        ("606985", .rupay), ("607984", .rupay), ("607985", .maestro), ("608000", .maestro), ("608001", .rupay),
-        ("608500", .rupay), ("608501", .maestro),
-        ("650030", .discover), ("650031", .elo), ("650033", .elo), ("650034", .discover), ("650035", .elo),
-        ("650081", .discover), ("650082", .troy), ("650083", .troy), ("650084", .discover),
-        ("65083699", .discover), ("65083700", .troy), ("65083704", .troy), ("65083705", .discover),
-        ("652149", .discover), ("652150", .rupay), ("653149", .rupay), ("653150", .discover),
-        ("63737422", .maestro), ("63737423", .hiper), ("63737424", .maestro), ("637095", .hiper),
-        ("9791", nil), ("9792", .troy), ("9793", nil),
-        ("589561", .maestro), ("589562", .naranja), ("402918", .naranja), ("527572", .naranja),
-        ("527571", .mastercard), ("401177", .visa), ("401178", .elo), ("401179", .elo), ("401180", .visa),
-        ("0", nil), ("7", nil), ("8", nil), ("1", nil),
-    ] as [(String, CardBrand?)])
+    @Test(
+        arguments: [
+            ("4", CardBrand.visa), ("31", nil),
+            ("50", .maestro), ("51", .mastercard), ("55", .mastercard), ("56", .maestro),
+            ("2220", nil), ("2221", .mastercard), ("2720", .mastercard), ("2721", nil), ("2299", .mastercard),
+            ("2200", .mir), ("2204", .mir), ("2205", nil), ("2199", nil),
+            ("33", nil), ("34", .amex), ("35", nil), ("36", .diners), ("37", .amex), ("38", .diners), ("39", .diners),
+            ("299", nil), ("300", .diners), ("305", .diners), ("306", nil),
+            ("6010", .maestro), ("6011", .discover), ("6012", .maestro), ("643", .maestro), ("644", .discover),
+            ("649", .discover), ("65", .discover),
+            ("1799", nil), ("1800", .jcb), ("1801", nil), ("2130", nil), ("2131", .jcb), ("2132", nil),
+            ("3527", nil), ("3528", .jcb), ("3589", .jcb), ("3590", nil),
+            ("6199", .maestro), ("620", .unionpay), ("62099", .unionpay), ("62183", .maestro), ("62184", .unionpay),
+            ("62197", .unionpay), ("62198", .maestro), ("6220", .unionpay), ("622999", .unionpay), ("626", .unionpay),
+            ("6271", .maestro), ("6290", .maestro), ("6291", .unionpay), ("6293", .maestro),
+            ("627779", .unionpay), ("627780", .elo), ("627781", .unionpay), ("810", .unionpay), ("8171", .unionpay),
+            ("8172", nil), ("8099", nil), ("8100", .unionpay),
+            ("493697", .visa), ("493698", .maestro), ("493699", .visa),
+            ("499999", .visa), ("500000", .maestro), ("504174", .maestro), ("504175", .elo), ("504176", .maestro),
+            ("506098", .maestro), ("506099", .verve), ("506127", .verve), ("506128", .maestro), ("506698", .maestro),
+            ("506699", .elo), ("506778", .elo), ("506779", .maestro), ("508499", .maestro), ("508500", .rupay),
+            ("508999", .rupay), ("509000", .elo), ("509999", .elo),
+            ("606281", .maestro), ("606282", .hipercard), ("606283", .maestro), ("606984", .maestro),
+            ("606985", .rupay), ("607984", .rupay), ("607985", .maestro), ("608000", .maestro), ("608001", .rupay),
+            ("608500", .rupay), ("608501", .maestro),
+            ("650030", .discover), ("650031", .elo), ("650033", .elo), ("650034", .discover), ("650035", .elo),
+            ("650081", .discover), ("650082", .troy), ("650083", .troy), ("650084", .discover),
+            ("65083699", .discover), ("65083700", .troy), ("65083704", .troy), ("65083705", .discover),
+            ("652149", .discover), ("652150", .rupay), ("653149", .rupay), ("653150", .discover),
+            ("63737422", .maestro), ("63737423", .hiper), ("63737424", .maestro), ("637095", .hiper),
+            ("9791", nil), ("9792", .troy), ("9793", nil),
+            ("589561", .maestro), ("589562", .naranja), ("402918", .naranja), ("527572", .naranja),
+            ("527571", .mastercard), ("401177", .visa), ("401178", .elo), ("401179", .elo), ("401180", .visa),
+            ("0", nil), ("7", nil), ("8", nil), ("1", nil),
+        ] as [(String, CardBrand?)])
     func rangeBoundaries(prefix: String, expected: CardBrand?) {
         let padded = prefix + String(repeating: "0", count: 16 - prefix.count)
         #expect(catalog.brand(forDigits: padded) == expected, "prefix \(prefix)")
@@ -114,18 +141,18 @@ func referenceBrand(leading value: UInt32, ranges: [BrandRange] = BrandCatalog.s
 
     /// Overlapping ranges: the longer prefix wins, and between equally long ranges the narrower one.
     @Test(arguments: [
-        ("5041750000000000", CardBrand.elo),   // Elo 504175 inside Maestro 500000–506698 (split there)
-        ("5066990000000000", .elo),            // Elo 506699 between two Maestro ranges
-        ("6362970000000000", .elo),            // Elo 636297 inside Maestro 63
-        ("4011780000000000", .elo),            // Elo 401178 inside Visa 4
-        ("4029180000000000", .naranja),        // Naranja inside Visa
-        ("5275720000000000", .naranja),        // Naranja inside Mastercard 51–55
-        ("5061200000000000", .verve),          // Verve 506099–506127 inside Maestro 504176–506698, same length
-        ("5085000000000000", .rupay),          // RuPay 508500–508999 inside Maestro 506779–508999, same length
-        ("6500310000000000", .elo),            // Elo inside Discover 65
-        ("6587831200000000", .discover),       // Troy 65878300–65878311 needs all eight digits
+        ("5041750000000000", CardBrand.elo),  // Elo 504175 inside Maestro 500000–506698 (split there)
+        ("5066990000000000", .elo),  // Elo 506699 between two Maestro ranges
+        ("6362970000000000", .elo),  // Elo 636297 inside Maestro 63
+        ("4011780000000000", .elo),  // Elo 401178 inside Visa 4
+        ("4029180000000000", .naranja),  // Naranja inside Visa
+        ("5275720000000000", .naranja),  // Naranja inside Mastercard 51–55
+        ("5061200000000000", .verve),  // Verve 506099–506127 inside Maestro 504176–506698, same length
+        ("5085000000000000", .rupay),  // RuPay 508500–508999 inside Maestro 506779–508999, same length
+        ("6500310000000000", .elo),  // Elo inside Discover 65
+        ("6587831200000000", .discover),  // Troy 65878300–65878311 needs all eight digits
         ("6587831100000000", .troy),
-        ("6011000000000000", .discover),       // Discover 6011 inside the Maestro catch-all 6
+        ("6011000000000000", .discover),  // Discover 6011 inside the Maestro catch-all 6
     ])
     func overlapsResolveToTheLongestThenNarrowestPrefix(number: String, expected: CardBrand) {
         #expect(catalog.brand(forDigits: number) == expected)
@@ -160,29 +187,30 @@ func referenceBrand(leading value: UInt32, ranges: [BrandRange] = BrandCatalog.s
     }
 
     /// Partial input lists every brand a number with that start could have.
-    @Test(arguments: [
-        ("", CardBrand.allCases),
-        ("2", [CardBrand.mastercard, .jcb, .mir]),
-        ("22", [.mastercard, .mir]),
-        ("3", [.amex, .diners, .jcb]),
-        ("35", [.jcb]),
-        ("4", [.visa, .maestro, .elo, .naranja]),
-        ("41", [.visa]),
-        ("4111", [.visa]),
-        ("5", [.mastercard, .maestro, .elo, .verve, .rupay, .naranja]),
-        ("50", [.maestro, .elo, .verve, .rupay]),
-        ("5061", [.maestro, .verve]),
-        ("6", [.discover, .unionpay, .maestro, .elo, .hiper, .hipercard, .troy, .rupay]),
-        ("65", [.discover, .elo, .troy, .rupay]),
-        ("6011", [.discover]),
-        ("9", [.troy]),
-        ("8", [.unionpay]),
-        ("4970 10", [.visa]),
-        ("4970107111111119", [.visa]),
-        ("0", []), ("7", []), ("1", [.jcb]), ("12", []), ("123", []), ("181", []), ("1802", []), ("212", []),
-        ("2132", []), ("221", []), ("222099", []), ("2721", []), ("306", []), ("31", []), ("32", []), ("33", []),
-        ("4x", []),
-    ] as [(String, [CardBrand])])
+    @Test(
+        arguments: [
+            ("", CardBrand.allCases),
+            ("2", [CardBrand.mastercard, .jcb, .mir]),
+            ("22", [.mastercard, .mir]),
+            ("3", [.amex, .diners, .jcb]),
+            ("35", [.jcb]),
+            ("4", [.visa, .maestro, .elo, .naranja]),
+            ("41", [.visa]),
+            ("4111", [.visa]),
+            ("5", [.mastercard, .maestro, .elo, .verve, .rupay, .naranja]),
+            ("50", [.maestro, .elo, .verve, .rupay]),
+            ("5061", [.maestro, .verve]),
+            ("6", [.discover, .unionpay, .maestro, .elo, .hiper, .hipercard, .troy, .rupay]),
+            ("65", [.discover, .elo, .troy, .rupay]),
+            ("6011", [.discover]),
+            ("9", [.troy]),
+            ("8", [.unionpay]),
+            ("4970 10", [.visa]),
+            ("4970107111111119", [.visa]),
+            ("0", []), ("7", []), ("1", [.jcb]), ("12", []), ("123", []), ("181", []), ("1802", []), ("212", []),
+            ("2132", []), ("221", []), ("222099", []), ("2721", []), ("306", []), ("31", []), ("32", []), ("33", []),
+            ("4x", []),
+        ] as [(String, [CardBrand])])
     func partialPrefixesGiveCandidates(prefix: String, expected: [CardBrand]) {
         #expect(catalog.candidates(forPrefix: prefix) == expected)
         // A brand is decided only when it is the one candidate (and no number with this start lacks a brand).
@@ -265,10 +293,11 @@ func referenceBrand(leading value: UInt32, ranges: [BrandRange] = BrandCatalog.s
     }
 
     @Test func brandIdentifiersAreStable() {
-        #expect(CardBrand.allCases.map(\.id) == [
-            "visa", "mastercard", "amex", "discover", "diners", "jcb", "unionpay", "maestro", "mir", "elo", "hiper",
-            "hipercard", "troy", "verve", "rupay", "naranja",
-        ])
+        #expect(
+            CardBrand.allCases.map(\.id) == [
+                "visa", "mastercard", "amex", "discover", "diners", "jcb", "unionpay", "maestro", "mir", "elo", "hiper",
+                "hipercard", "troy", "verve", "rupay", "naranja",
+            ])
         #expect(CardBrand.amex.displayName == "American Express")
     }
 }

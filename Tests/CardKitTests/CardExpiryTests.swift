@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CardKit
 
 /// An instant given as UTC calendar fields.
@@ -44,7 +45,7 @@ func utc(_ year: Int, _ month: Int, _ day: Int, _ hour: Int = 0, _ minute: Int =
         ("0126", utc(2025, 12, 31, 23, 59, 59), true),
         ("0126", utc(2026, 1, 31, 23, 59, 59), true),
         ("0126", utc(2026, 2, 1), false),
-        ("0228", utc(2028, 2, 29, 12), true),          // leap year: February has 29 days
+        ("0228", utc(2028, 2, 29, 12), true),  // leap year: February has 29 days
         ("0228", utc(2028, 2, 29, 23, 59, 59), true),
         ("0228", utc(2028, 3, 1), false),
         ("0227", utc(2027, 2, 28, 23, 59, 59), true),  // common year

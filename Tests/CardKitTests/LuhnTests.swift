@@ -1,5 +1,5 @@
-import Testing
 import CardKit
+import Testing
 
 @Suite struct LuhnTests {
     // Published vectors: Wikipedia "Luhn algorithm" (79927398713), network test card numbers.

@@ -1,6 +1,6 @@
+import CardKit
 import Foundation
 import Testing
-import CardKit
 
 @Suite struct CurrencyTests {
     @Test(arguments: [

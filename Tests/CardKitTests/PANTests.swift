@@ -1,5 +1,5 @@
-import Testing
 import CardKit
+import Testing
 
 @Suite struct PANTests {
     @Test(arguments: [
@@ -17,28 +17,29 @@ import CardKit
         #expect(pan.last4 == "1119")
     }
 
-    @Test(arguments: [
-        ("4970.1071.1111.1119", CardValidationError.Code.invalidCharacter),
-        ("4970\t1071111111119", .invalidCharacter),
-        ("4970107111111119\n", .invalidCharacter),
-        ("4970１071111111119", .invalidCharacter),
-        ("+4970107111111119", .invalidCharacter),
-        ("", .invalidLength),
-        ("  -- ", .invalidLength),
-        ("49701071111", .invalidLength),                 // 11 digits
-        ("49701071111111111119", .invalidLength),        // 20 digits
-        ("4970107111111111111111111111119", .invalidLength),
-        ("4970107111111118", .luhnFailed),
-        ("4970107111111191", .luhnFailed),
-        ("7000000000000005", .unknownBrand),             // Luhn-valid, no brand issues 7
-        ("1234567812345670", .unknownBrand),
-        ("411111111111116", .invalidLength),             // Luhn-valid 15-digit Visa: Visa issues 16, 18, 19
-        ("4222222222222", .invalidLength),               // the old 13-digit Visa test number
-        ("37828224631000", .luhnFailed),                 // Amex cut short
-        ("3782822463100003", .invalidLength),            // Luhn-valid 16-digit Amex
-        ("55555555555544441", .luhnFailed),
-        ("5555555555554444000", .invalidLength),         // Luhn-valid, Mastercard issues 16 only
-    ] as [(String, CardValidationError.Code)])
+    @Test(
+        arguments: [
+            ("4970.1071.1111.1119", CardValidationError.Code.invalidCharacter),
+            ("4970\t1071111111119", .invalidCharacter),
+            ("4970107111111119\n", .invalidCharacter),
+            ("4970１071111111119", .invalidCharacter),
+            ("+4970107111111119", .invalidCharacter),
+            ("", .invalidLength),
+            ("  -- ", .invalidLength),
+            ("49701071111", .invalidLength),  // 11 digits
+            ("49701071111111111119", .invalidLength),  // 20 digits
+            ("4970107111111111111111111111119", .invalidLength),
+            ("4970107111111118", .luhnFailed),
+            ("4970107111111191", .luhnFailed),
+            ("7000000000000005", .unknownBrand),  // Luhn-valid, no brand issues 7
+            ("1234567812345670", .unknownBrand),
+            ("411111111111116", .invalidLength),  // Luhn-valid 15-digit Visa: Visa issues 16, 18, 19
+            ("4222222222222", .invalidLength),  // the old 13-digit Visa test number
+            ("37828224631000", .luhnFailed),  // Amex cut short
+            ("3782822463100003", .invalidLength),  // Luhn-valid 16-digit Amex
+            ("55555555555544441", .luhnFailed),
+            ("5555555555554444000", .invalidLength),  // Luhn-valid, Mastercard issues 16 only
+        ] as [(String, CardValidationError.Code)])
     func refusesWithACode(text: String, code: CardValidationError.Code) {
         #expect(throws: CardValidationError(code, "")) { try PAN(text) }
         do {
@@ -69,7 +70,11 @@ import CardKit
         let pan = try PAN(number)
         let forms = [
             "\(pan)", String(describing: pan), String(reflecting: pan), pan.description, pan.debugDescription,
-            { var out = ""; dump(pan, to: &out); return out }(),
+            {
+                var out = ""
+                dump(pan, to: &out)
+                return out
+            }(),
             "\([pan])", "\(Optional(pan) as Any)", "\(["card": pan])",
         ]
         for form in forms {

@@ -1,5 +1,5 @@
-import Testing
 import CardKit
+import Testing
 
 @Suite struct WireMappingTests {
     @Test(arguments: [
@@ -15,9 +15,11 @@ import CardKit
     }
 
     @Test func cardTypeWireNames() {
-        #expect(MangopayCardType.allCases.map(\.rawValue) == [
-            "CB_VISA_MASTERCARD", "AMEX", "MAESTRO", "BCMC", "DINERS", "JCB", "MASTERPASS", "P24", "IDEAL", "PAYLIB",
-        ])
+        #expect(
+            MangopayCardType.allCases.map(\.rawValue) == [
+                "CB_VISA_MASTERCARD", "AMEX", "MAESTRO", "BCMC", "DINERS", "JCB", "MASTERPASS", "P24", "IDEAL",
+                "PAYLIB",
+            ])
         #expect(MangopayCardType.default == .cbVisaMastercard)
         #expect(MangopayCardType(rawValue: "cb_visa_mastercard") == nil)
     }
@@ -45,15 +47,17 @@ import CardKit
             #expect(MangopayCardProvider(brand: brand) == nil)
             #expect(MasterpassCardType(brand: brand) == nil)
         }
-        #expect(Set(MangopayCardProvider.allCases.map(\.rawValue)) == [
-            "CB", "VISA", "MASTERCARD", "AMEX", "MAESTRO", "BCMC", "DINERS", "JCB", "DISCOVER",
-        ])
+        #expect(
+            Set(MangopayCardProvider.allCases.map(\.rawValue)) == [
+                "CB", "VISA", "MASTERCARD", "AMEX", "MAESTRO", "BCMC", "DINERS", "JCB", "DISCOVER",
+            ])
     }
 
     @Test func masterpassCardTypesRoundTrip() {
-        #expect(MasterpassCardType.allCases.map(\.rawValue) == [
-            "master", "visa", "amex", "discover", "diners", "maestro", "jcb",
-        ])
+        #expect(
+            MasterpassCardType.allCases.map(\.rawValue) == [
+                "master", "visa", "amex", "discover", "diners", "maestro", "jcb",
+            ])
         for type in MasterpassCardType.allCases {
             #expect(MasterpassCardType(brand: type.brand) == type)
         }
@@ -62,8 +66,9 @@ import CardKit
 
     @Test func masterpassListsParse() {
         #expect(MasterpassCardType.parseList(["master", "visa"]) == [.master, .visa])
-        #expect(MasterpassCardType.parseList(["master,amex,diners,discover,jcb,maestro,visa"])
-            == Set(MasterpassCardType.allCases))
+        #expect(
+            MasterpassCardType.parseList(["master,amex,diners,discover,jcb,maestro,visa"])
+                == Set(MasterpassCardType.allCases))
         #expect(MasterpassCardType.parseList(["Master, AMEX"]) == [.master, .amex])
         #expect(MasterpassCardType.parseList(["master", "mastercard"]) == nil)
         #expect(MasterpassCardType.parseList(["master,,visa"]) == nil)

@@ -32,9 +32,9 @@ import Glibc
         let signals = await TerminationSignals.catching([SIGTERM])
         defer { signals.cancel(restoreDefaults: true) }
         let daemon = Task {
-            try await DaemonLifecycle.run(services: [job, idle], logger: logger, until: { await signals.next() }) {
-                events.withLock { $0.append("store closed") }
-            }
+            try await DaemonLifecycle.run(
+                services: [job, idle], logger: logger, until: { await signals.next() },
+                close: { events.withLock { $0.append("store closed") } })
         }
         while !roundStarted.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
         kill(getpid(), SIGTERM)
@@ -73,11 +73,15 @@ import Glibc
             }
         }
         let events = Locked<[String]>([])
+        let neverSignalled: @Sendable () async -> Int32? = {
+            await untilCancelled()
+            return nil
+        }
+        let close = { events.withLock { $0.append("store closed") } }
         await #expect(throws: Broken.self) {
             try await DaemonLifecycle.run(
                 services: [Failing(), WaitingService(name: "idle", events: events)], logger: .disabled,
-                until: { await untilCancelled(); return nil }
-            ) { events.withLock { $0.append("store closed") } }
+                until: neverSignalled, close: close)
         }
         #expect(events.withLock { $0 } == ["idle stopped", "store closed"])
     }

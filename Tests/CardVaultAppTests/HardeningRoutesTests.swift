@@ -1,10 +1,10 @@
+import Configuration
 import Foundation
 import HTTPServer
 import Testing
 import VaultCore
 
 @testable import CardVaultApp
-import Configuration
 
 @Suite struct HardeningRoutesTests {
     static let token = "metrics-0123456789abcdef"
@@ -23,8 +23,10 @@ import Configuration
 
     @Test func metricsNeedTheTokenWhenOneIsConfigured() async {
         let router = Self.router(token: Self.token)
-        for wrong in [nil, "Bearer", "Bearer " + Self.token + "x", "Bearer metrics-0123456789abcdeF", Self.token,
-                      "Basic " + Self.token] {
+        for wrong in [
+            nil, "Bearer", "Bearer " + Self.token + "x", "Bearer metrics-0123456789abcdeF", Self.token,
+            "Basic " + Self.token,
+        ] {
             let response = await Self.metrics(router, authorization: wrong)
             #expect(response.status == .unauthorized, "\(String(describing: wrong))")
             #expect(response.headers["WWW-Authenticate"] == #"Bearer realm="metrics""#)

@@ -1,10 +1,10 @@
 import CardVaultTesting
+import Configuration
 import HTTPServer
 import Testing
 import VaultCore
 
 @testable import CardVaultApp
-import Configuration
 
 @Suite struct HealthAndMetricsTests {
     struct Echo: RouteGroup {
@@ -46,7 +46,8 @@ import Configuration
         await server.shutdown()
         #expect(status == 200)
         #expect(body.contains(#"cardvault_http_requests_total{method="GET",route="/health",status="200"} 2"#))
-        #expect(body.contains(#"cardvault_http_requests_total{method="GET",route="/v2.01/:clientId/echo",status="200"} 2"#))
+        #expect(
+            body.contains(#"cardvault_http_requests_total{method="GET",route="/v2.01/:clientId/echo",status="200"} 2"#))
         #expect(body.contains(#"cardvault_http_requests_total{method="GET",route="<unmatched>",status="404"} 1"#))
         #expect(body.contains(#"cardvault_http_request_duration_seconds_count{method="GET",route="/health"} 2"#))
         #expect(!body.contains("/v2.01/a/"))

@@ -1,6 +1,7 @@
-import CardVaultTesting
 import AdminChannel
 import CardKit
+import CardVaultTesting
+import Configuration
 import Foundation
 import HTTPServer
 import Testing
@@ -8,11 +9,10 @@ import VaultCore
 import VaultCrypto
 import VaultStore
 
-@testable import Payments
+@testable import CardVaultApp
 @testable import Checkout
 @testable import MasterpassAPI
-@testable import CardVaultApp
-import Configuration
+@testable import Payments
 
 /// A 3-D Secure step for route tests: frictionless unless told to challenge.
 final class MasterpassTestAuthenticator: CheckoutAuthenticator {
@@ -103,11 +103,14 @@ struct MasterpassHarness {
             "callbackUrl": #""https://shop.example/return""#,
         ]
         for (key, value) in overrides { fields[key] = value }
-        return "{" + fields.compactMap { key, value in value.map { "\"\(key)\":\($0)" } }.sorted().joined(separator: ",") + "}"
+        return "{"
+            + fields.compactMap { key, value in value.map { "\"\(key)\":\($0)" } }.sorted().joined(separator: ",") + "}"
     }
 
     /// Starts a checkout as `client` (the shop) and returns the page path of the URL it got back.
-    func checkoutURL(_ overrides: [String: String?] = [:], as client: String = "shop", checkoutId: String = checkoutId)
+    func checkoutURL(
+        _ overrides: [String: String?] = [:], as client: String = "shop", checkoutId: String = checkoutId
+    )
         async -> String
     {
         let started = await send(
@@ -150,7 +153,8 @@ extension Response {
     typealias Harness = MasterpassHarness
 
     @Test func anUnavailableServiceSays503WithRetryAfterAndOnlyThen() {
-        let unavailable = MasterpassErrorResponse(CheckoutError(.unavailable, "the store cannot write now")).makeResponse()
+        let unavailable = MasterpassErrorResponse(CheckoutError(.unavailable, "the store cannot write now"))
+            .makeResponse()
         #expect(unavailable.status.code == 503)
         #expect(unavailable.headers["Retry-After"] == "1")
         let missing = MasterpassErrorResponse(CheckoutError(.notFound, "no such transaction")).makeResponse()
@@ -251,10 +255,13 @@ extension Response {
 
     @Test func badSessionFieldsGetAnErrorPerField() async throws {
         let h = try await Harness.make()
-        func start(_ overrides: [String: String?], as client: String = "shop", id: String = Harness.checkoutId)
+        func start(
+            _ overrides: [String: String?], as client: String = "shop", id: String = Harness.checkoutId
+        )
             async -> Response
         {
-            await h.send("POST", "/masterpass/checkouts/\(id)/sessions", as: client, body: Harness.sessionBody(overrides))
+            await h.send(
+                "POST", "/masterpass/checkouts/\(id)/sessions", as: client, body: Harness.sessionBody(overrides))
         }
         let bad = await start(["amount": "-5", "currency": #""USD""#, "cartId": #""""#])
         #expect(bad.status == 400)
@@ -281,7 +288,8 @@ extension Response {
         let noThreeDS = await start(["suppress3DS": "true"], id: "5tr1ct5tr1ct5tr1ct")
         #expect(noThreeDS.status == 400)
         #expect(noThreeDS.reasons.map(\.source) == ["suppress3DS"])
-        #expect(await start(["cvc2Support": "false"], id: "5tr1ct5tr1ct5tr1ct").reasons.map(\.source) == ["cvc2Support"])
+        #expect(
+            await start(["cvc2Support": "false"], id: "5tr1ct5tr1ct5tr1ct").reasons.map(\.source) == ["cvc2Support"])
         // Only the owner starts checkouts of its id; no token, no checkout.
         #expect(await start([:], as: "rival").status == 403)
         #expect(await start([:], id: "0000000000000000").status == 403)
@@ -318,7 +326,8 @@ extension Response {
             "GET", "/srci/?checkoutId=\(Harness.checkoutId)&cartId=c&amount=1.00&currency=USD&allowedCardTypes=master")
         #expect(legacy.status == 400)
         #expect(legacy.bodyText.contains("checkoutSessionId is required"))
-        let unknown = await h.send("GET", "/srci/?checkoutId=\(Harness.checkoutId)&checkoutSessionId=" + String(repeating: "A", count: 32))
+        let unknown = await h.send(
+            "GET", "/srci/?checkoutId=\(Harness.checkoutId)&checkoutSessionId=" + String(repeating: "A", count: 32))
         #expect(unknown.status == 404)
         // The harmless parameters still work: the page in French.
         let french = await h.send("GET", url.replacingOccurrences(of: "locale=en_US", with: "locale=fr_FR"))
@@ -356,7 +365,8 @@ extension Response {
         #expect(queryItems(try #require(cancelled.headers["Location"]))["mpstatus"] == "cancel")
 
         h.authenticator.challenge.withLock { $0 = true }
-        let second = try #require(await h.send("GET", await h.checkoutURL(["cartId": #""cart-2""#])).headers["Location"])
+        let second = try #require(
+            await h.send("GET", await h.checkoutURL(["cartId": #""cart-2""#])).headers["Location"])
         let submitted = await h.send(
             "POST", second + "/submit", body: Harness.cardForm,
             headers: ["Content-Type": "application/x-www-form-urlencoded"])

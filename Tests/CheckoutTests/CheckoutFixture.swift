@@ -171,7 +171,8 @@ struct CheckoutFixture {
             suppressShippingAddress: fields["suppressShippingAddress"].map { $0 == "true" },
             shippingLocationProfile: fields["shippingLocationProfile"], locale: fields["locale"],
             channel: fields["channel"], pairingId: fields["pairingId"],
-            cryptoOptions: fields["cryptoOptions"] ?? (crypto.isEmpty ? nil : "[" + crypto.joined(separator: ",") + "]"),
+            cryptoOptions: fields["cryptoOptions"]
+                ?? (crypto.isEmpty ? nil : "[" + crypto.joined(separator: ",") + "]"),
             unpredictableNumber: fields["unpredictableNumber"], validityPeriodMinutes: fields["validityPeriodMinutes"])
         let owner = clientId ?? (checkoutId == Self.otherCheckoutId ? "rival" : "shop")
         return try await service.startSession(clientId: owner, checkoutId: checkoutId, input).session

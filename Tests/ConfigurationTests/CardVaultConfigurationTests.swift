@@ -10,7 +10,8 @@ import VaultCore
         .deletingLastPathComponent()
 
     static func write(_ json: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-config-\(UUID().uuidString).json")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-config-\(UUID().uuidString).json")
         try Data(json.utf8).write(to: url)
         return url.path
     }
@@ -259,10 +260,14 @@ import VaultCore
         #expect(fromEnvironment.metricsToken?.unsafeRevealed == Self.metricsToken)
         #expect(!"\(fromEnvironment)".contains(Self.metricsToken))
         let file = try Self.write(#"{"metricsToken": "\#(Self.metricsToken)"}"#)
-        #expect(try CardVaultConfiguration.load(file: file, environment: [:]).metricsToken?.unsafeRevealed == Self.metricsToken)
+        #expect(
+            try CardVaultConfiguration.load(file: file, environment: [:]).metricsToken?.unsafeRevealed
+                == Self.metricsToken)
         let none = try Self.write(#"{"metricsToken": null}"#)
         #expect(try CardVaultConfiguration.load(file: none, environment: [:]).metricsToken == nil)
-        #expect(try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": ""]).metricsToken == nil)
+        #expect(
+            try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": ""]).metricsToken == nil
+        )
         for bad in ["short-secret", "has a space in the token", String(repeating: "x", count: 257)] {
             do {
                 _ = try CardVaultConfiguration.load(file: nil, environment: ["CARDVAULT_METRICS_TOKEN": bad])

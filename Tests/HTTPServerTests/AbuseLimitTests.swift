@@ -6,7 +6,7 @@ import VaultCore
 @testable import HTTPServer
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Connections per address and the request deadline, against a live server.

@@ -125,7 +125,9 @@ func exchange(port: Int, _ requests: [String]) async throws -> [RawResponse] {
             #expect(responses[0].header("X-Request-Id") != nil)
             let small = try await exchange(
                 port: port,
-                ["POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n320\r\n\(chunk)\r\n0\r\n\r\n"]
+                [
+                    "POST /echo HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n320\r\n\(chunk)\r\n0\r\n\r\n"
+                ]
             )
             #expect(small[0].text == "800")
         }

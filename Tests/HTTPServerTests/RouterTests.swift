@@ -15,7 +15,8 @@ import VaultCore
     static func router() -> Router {
         var router = Router()
         router.get("/v2.01/:clientId/cards/:id") { request in
-            .text((request.parameters["clientId"] ?? "-") + "|" + (request.parameters["id"] ?? "-") + "|" + request.route)
+            .text(
+                (request.parameters["clientId"] ?? "-") + "|" + (request.parameters["id"] ?? "-") + "|" + request.route)
         }
         router.get("/v2.01/:clientId/cards/mine") { _ in .text("mine") }
         router.post("/v2.01/:clientId/cards/:id") { request in .text("posted \(request.body.count)") }
@@ -94,7 +95,8 @@ import VaultCore
             var number: String
             var month: Int
         }
-        let request = Request(method: .post, target: "/", body: Array(#"{"number":"4970101122334455","month":"x"}"#.utf8))
+        let request = Request(
+            method: .post, target: "/", body: Array(#"{"number":"4970101122334455","month":"x"}"#.utf8))
         #expect(throws: HTTPError.badRequest("")) { try request.decodeJSON(Card.self) }
         do {
             _ = try request.decodeJSON(Card.self)

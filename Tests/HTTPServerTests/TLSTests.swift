@@ -14,7 +14,8 @@ struct TestCertificates: Sendable {
     }
 
     static func make() throws -> TestCertificates {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cardvault-tls-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cardvault-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let certificates = TestCertificates(directory: directory)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"]
@@ -26,13 +27,19 @@ struct TestCertificates: Sendable {
             ]
         )
         // A CA for merchant backends, a client certificate it signed, and one it did not.
-        try certificates.openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Test CA"])
-        try certificates.openssl(["req"] + ec.dropLast(2) + ["-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=merchant"])
         try certificates.openssl(
-            ["x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1",
-             "-out", "client.pem"]
+            ["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=Test CA"])
+        try certificates.openssl(
+            ["req"] + ec.dropLast(2) + ["-keyout", "client.key", "-out", "client.csr", "-subj", "/CN=merchant"])
+        try certificates.openssl(
+            [
+                "x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days",
+                "1",
+                "-out", "client.pem",
+            ]
         )
-        try certificates.openssl(["req", "-x509"] + ec + ["-keyout", "rogue.key", "-out", "rogue.pem", "-subj", "/CN=rogue"])
+        try certificates.openssl(
+            ["req", "-x509"] + ec + ["-keyout", "rogue.key", "-out", "rogue.pem", "-subj", "/CN=rogue"])
         return certificates
     }
 

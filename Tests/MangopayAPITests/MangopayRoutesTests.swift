@@ -5,8 +5,9 @@ import Testing
 import VaultCore
 import VaultCrypto
 import VaultStore
-@testable import Payments
+
 @testable import MangopayAPI
+@testable import Payments
 
 /// An in-process Mangopay API: the router over an in-memory store, with one client and its bearer token.
 struct MangopayHarness {
@@ -33,8 +34,10 @@ struct MangopayHarness {
         harness.apiKey = credentials.apiKey
         let response = await harness.send(
             "POST", "/v2.01/oauth/token", body: #"{"grant_type": "client_credentials"}"#,
-            headers: ["Authorization": "Basic " + Data("shop:\(credentials.apiKey)".utf8).base64EncodedString(),
-                "Content-Type": "application/x-www-form-urlencoded"], authorized: false)
+            headers: [
+                "Authorization": "Basic " + Data("shop:\(credentials.apiKey)".utf8).base64EncodedString(),
+                "Content-Type": "application/x-www-form-urlencoded",
+            ], authorized: false)
         harness.token = try #require(response.json["access_token"]?.stringValue)
         return harness
     }
@@ -54,7 +57,8 @@ struct MangopayHarness {
         for (name, value) in headers { fields.set(name, value) }
         return await router.respond(
             to: Request(
-                method: HTTPMethod(method), target: target, headers: fields, body: Array(body.utf8), remoteAddress: remote))
+                method: HTTPMethod(method), target: target, headers: fields, body: Array(body.utf8),
+                remoteAddress: remote))
     }
 
     func api(_ path: String) -> String { "/v2.01/\(clientId)" + path }
@@ -62,26 +66,31 @@ struct MangopayHarness {
     func createUser() async throws -> String {
         let response = await send(
             "POST", api("/users/natural"),
-            body: #"{"PersonType":"NATURAL","KYCLevel":"LIGHT","FirstName":"John","LastName":"Doe","Email":"john@example.com","Birthday":188352000,"Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":1,"UserCategory":"PAYER"}"#)
+            body:
+                #"{"PersonType":"NATURAL","KYCLevel":"LIGHT","FirstName":"John","LastName":"Doe","Email":"john@example.com","Birthday":188352000,"Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":1,"UserCategory":"PAYER"}"#
+        )
         return try #require(response.json["Id"]?.stringValue)
     }
 
     func createRegistration(cardType: String? = nil) async throws -> MangopayJSON {
         let user = try await createUser()
         let type = cardType.map { #","CardType":""# + $0 + #"""# } ?? ""
-        let response = await send("POST", api("/cardregistrations"), body: #"{"Currency":"EUR","UserId":""# + user + #"""# + type + "}")
+        let response = await send(
+            "POST", api("/cardregistrations"), body: #"{"Currency":"EUR","UserId":""# + user + #"""# + type + "}")
         #expect(response.status == .ok)
         return response.json
     }
 
     /// Posts the tokenization form to the registration's URL (path part) without a content type, as the SDK's
     /// mocked tests do.
-    func tokenize(_ registration: MangopayJSON, number: String = "4970107111111119", expiry: String = "1229",
-        cvx: String = "123", headers: [String: String] = [:]) async -> Response
-    {
+    func tokenize(
+        _ registration: MangopayJSON, number: String = "4970107111111119", expiry: String = "1229",
+        cvx: String = "123", headers: [String: String] = [:]
+    ) async -> Response {
         let url = registration["CardRegistrationURL"]?.stringValue ?? ""
         let path = String(url.dropFirst("http://127.0.0.1:9999".count))
-        let form = "data=\(registration["PreregistrationData"]?.stringValue ?? "")&accessKeyRef=\(registration["AccessKey"]?.stringValue ?? "")&cardNumber=\(number)&cardExpirationDate=\(expiry)&cardCvx=\(cvx)"
+        let form =
+            "data=\(registration["PreregistrationData"]?.stringValue ?? "")&accessKeyRef=\(registration["AccessKey"]?.stringValue ?? "")&cardNumber=\(number)&cardExpirationDate=\(expiry)&cardCvx=\(cvx)"
         return await send("POST", path, body: form, headers: headers, authorized: false)
     }
 }
@@ -102,21 +111,25 @@ extension MangopayJSON {
         let harness = try await MangopayHarness.make()
         let basic = "Basic " + Data("shop:\(harness.apiKey)".utf8).base64EncodedString()
         for body in ["", "grant_type=client_credentials", #"{"grant_type": "client_credentials"}"#] {
-            let response = await harness.send("POST", "/v2.01/oauth/token", body: body, headers: ["Authorization": basic], authorized: false)
+            let response = await harness.send(
+                "POST", "/v2.01/oauth/token", body: body, headers: ["Authorization": basic], authorized: false)
             #expect(response.status.code == 200)
             #expect(response.json.keys == ["access_token", "token_type", "expires_in"])
             #expect(response.json["token_type"] == .string("Bearer"))
             #expect(response.json["expires_in"] == .int(3600))
         }
         let wrong = await harness.send(
-            "POST", "/v2.01/oauth/token/", headers: ["Authorization": "Basic " + Data("shop:nope".utf8).base64EncodedString()],
+            "POST", "/v2.01/oauth/token/",
+            headers: ["Authorization": "Basic " + Data("shop:nope".utf8).base64EncodedString()],
             authorized: false)
         #expect(wrong.status.code == 401)
         #expect(wrong.json["error"] == .string("invalid_client"))
-        let garbage = await harness.send("POST", "/v2.01/oauth/token", headers: ["Authorization": "Basic %%%"], authorized: false)
+        let garbage = await harness.send(
+            "POST", "/v2.01/oauth/token", headers: ["Authorization": "Basic %%%"], authorized: false)
         #expect(garbage.status.code == 401)
         let grant = await harness.send(
-            "POST", "/v2.01/oauth/token", body: "grant_type=password", headers: ["Authorization": basic], authorized: false)
+            "POST", "/v2.01/oauth/token", body: "grant_type=password", headers: ["Authorization": basic],
+            authorized: false)
         #expect(grant.status.code == 400 && grant.json["error"] == .string("unsupported_grant_type"))
     }
 
@@ -163,7 +176,9 @@ extension MangopayJSON {
         }
         let sca = await harness.send(
             "POST", harness.api("/sca/users/natural"),
-            body: #"{"FirstName":"A","LastName":"B","Email":"a@b.co","UserCategory":"PAYER","TermsAndConditionsAccepted":true}"#)
+            body:
+                #"{"FirstName":"A","LastName":"B","Email":"a@b.co","UserCategory":"PAYER","TermsAndConditionsAccepted":true}"#
+        )
         #expect(sca.status == .ok)
         #expect(sca.json.keys.contains("PendingUserAction"))
         let update = await harness.send(
@@ -172,7 +187,9 @@ extension MangopayJSON {
         let missing = await harness.send("GET", harness.api("/users/user_nope"))
         #expect(missing.status.code == 404)
         #expect(missing.json["Type"] == .string("ressource_not_found"))
-        #expect(missing.json["errors"]?["RessourceNotFound"] == .string("Cannot found the ressource User with the id=user_nope "))
+        #expect(
+            missing.json["errors"]?["RessourceNotFound"]
+                == .string("Cannot found the ressource User with the id=user_nope "))
     }
 
     /// A store that cannot write (a full disk): writes get 503 with a Retry-After and a clear
@@ -184,7 +201,9 @@ extension MangopayJSON {
         store.refusing.withLock { $0 = true }
         let refused = await harness.send(
             "POST", harness.api("/users/natural"),
-            body: #"{"FirstName":"A","LastName":"B","Email":"a@b.co","UserCategory":"PAYER","TermsAndConditionsAccepted":true}"#)
+            body:
+                #"{"FirstName":"A","LastName":"B","Email":"a@b.co","UserCategory":"PAYER","TermsAndConditionsAccepted":true}"#
+        )
         #expect(refused.status.code == 503)
         #expect(refused.headers["Retry-After"] == "1")
         #expect(refused.json["Type"] == .string("service_unavailable"))
@@ -199,7 +218,8 @@ extension MangopayJSON {
         let user = try await harness.createUser()
         for index in 0..<3 {
             let wallet = await harness.send(
-                "POST", harness.api("/wallets"), body: #"{"Currency":"EUR","Description":"W\#(index)","Owners":[""# + user + #""]}"#)
+                "POST", harness.api("/wallets"),
+                body: #"{"Currency":"EUR","Description":"W\#(index)","Owners":[""# + user + #""]}"#)
             #expect(wallet.json["Balance"] == .object([("Currency", .string("EUR")), ("Amount", .int(0))]))
         }
         let list = await harness.send("GET", harness.api("/users/\(user)/wallets?per_page=2&page=2&unknown=1"))
@@ -210,7 +230,8 @@ extension MangopayJSON {
         let badCurrency = await harness.send(
             "POST", harness.api("/wallets"), body: #"{"Currency":"XPX","Description":"W","Owners":[""# + user + #""]}"#)
         #expect(badCurrency.json["errors"]?["Currency"] != nil)
-        let wrongType = await harness.send("POST", harness.api("/wallets"), body: #"{"Currency":"EUR","Description":"W","Owners":"u"}"#)
+        let wrongType = await harness.send(
+            "POST", harness.api("/wallets"), body: #"{"Currency":"EUR","Description":"W","Owners":"u"}"#)
         #expect(wrongType.json["errors"]?["Owners"] != nil)
     }
 
@@ -221,7 +242,8 @@ extension MangopayJSON {
         let url = try #require(registration["CardRegistrationURL"]?.stringValue)
         #expect(url.hasPrefix("http://127.0.0.1:9999/tokenize/shop/"))
 
-        let tokenized = await harness.tokenize(registration, headers: ["User-Agent": "Browser/1", "Origin": "https://shop.example"])
+        let tokenized = await harness.tokenize(
+            registration, headers: ["User-Agent": "Browser/1", "Origin": "https://shop.example"])
         #expect(tokenized.status == .ok)
         #expect(tokenized.bodyText.hasPrefix("data="))
         #expect(tokenized.headers["Access-Control-Allow-Origin"] == "https://shop.example")
@@ -236,7 +258,8 @@ extension MangopayJSON {
         members.append(("RegistrationData", .string(tokenized.bodyText)))
         members.append(("CardHolderName", .string("John Doe")))
         let updated = await harness.send(
-            "PUT", harness.api("/cardregistrations/\(registration["Id"]!.stringValue!)"), body: MangopayJSON.object(members).text)
+            "PUT", harness.api("/cardregistrations/\(registration["Id"]!.stringValue!)"),
+            body: MangopayJSON.object(members).text)
         #expect(updated.json["Status"] == .string("VALIDATED"))
         #expect(updated.json["ResultCode"] == .string("000000"))
         let cardId = try #require(updated.json["CardId"]?.stringValue)
@@ -247,7 +270,8 @@ extension MangopayJSON {
         #expect(card.json["Validity"] == .string("UNKNOWN") && card.json["CardHolderName"] == .string("John Doe"))
         #expect(!card.bodyText.contains("4970107111111119"))
         let fingerprint = try #require(card.json["Fingerprint"]?.stringValue)
-        let byFingerprint = await harness.send("GET", harness.api("/cards/fingerprints/\(fingerprint)?fingerprint=\(fingerprint)"))
+        let byFingerprint = await harness.send(
+            "GET", harness.api("/cards/fingerprints/\(fingerprint)?fingerprint=\(fingerprint)"))
         #expect(byFingerprint.json.arrayValue?.count == 1)
         let byUser = await harness.send("GET", harness.api("/users/\(card.json["UserId"]!.stringValue!)/cards"))
         #expect(byUser.json.arrayValue?.count == 1)
@@ -255,7 +279,8 @@ extension MangopayJSON {
         #expect(transactions.status == .ok && transactions.json == .array([]))
 
         // Deactivation with the SDK's integer 0, irreversible.
-        let off = await harness.send("PUT", harness.api("/cards/\(cardId)"), body: #"{"Active":0,"Alias":"x","Validity":"VALID"}"#)
+        let off = await harness.send(
+            "PUT", harness.api("/cards/\(cardId)"), body: #"{"Active":0,"Alias":"x","Validity":"VALID"}"#)
         #expect(off.json["Active"] == .bool(false) && off.json["Validity"] == .string("UNKNOWN"))
         let on = await harness.send("PUT", harness.api("/cards/\(cardId)"), body: #"{"Active":true}"#)
         #expect(on.status.code == 400)
@@ -303,16 +328,19 @@ extension MangopayJSON {
         #expect(stored.json["Date"]?.stringValue?.hasSuffix(" GMT") == true)
         let unknown = await harness.send("GET", harness.api("/responses/0000000000000000"))
         #expect(unknown.status.code == 400 && unknown.json["Type"] == .string("correlationid_not_found"))
-        let badKey = await harness.send("POST", harness.api("/wallets"), body: body, headers: ["Idempotency-Key": "short"])
+        let badKey = await harness.send(
+            "POST", harness.api("/wallets"), body: body, headers: ["Idempotency-Key": "short"])
         #expect(badKey.status.code == 400)
     }
 
     @Test func corsPreflightOnlyForCheckoutOrigins() async throws {
         let harness = try await MangopayHarness.make()
-        let allowed = await harness.send("OPTIONS", "/tokenize/shop/cardreg_x", headers: ["Origin": "https://shop.example"], authorized: false)
+        let allowed = await harness.send(
+            "OPTIONS", "/tokenize/shop/cardreg_x", headers: ["Origin": "https://shop.example"], authorized: false)
         #expect(allowed.status.code == 204)
         #expect(allowed.headers["Access-Control-Allow-Methods"] == "POST, OPTIONS")
-        let foreign = await harness.send("OPTIONS", "/tokenize/shop/cardreg_x", headers: ["Origin": "https://evil.example"], authorized: false)
+        let foreign = await harness.send(
+            "OPTIONS", "/tokenize/shop/cardreg_x", headers: ["Origin": "https://evil.example"], authorized: false)
         #expect(foreign.headers["Access-Control-Allow-Origin"] == nil)
     }
 
@@ -330,7 +358,9 @@ extension MangopayJSON {
         #expect(try MangopayJSON.parse(value.bytes) == value)
     }
 
-    @Test(arguments: ["01", "1.", "-", "[1,]", "{\"a\" 1}", "\"\u{01}\"", "tru", "1 2", String(repeating: "[", count: 80)])
+    @Test(arguments: [
+        "01", "1.", "-", "[1,]", "{\"a\" 1}", "\"\u{01}\"", "tru", "1 2", String(repeating: "[", count: 80),
+    ])
     func jsonRejectsMalformedText(text: String) {
         #expect(throws: MangopayJSON.ParseError.self) { try MangopayJSON.parse(Array(text.utf8)) }
     }

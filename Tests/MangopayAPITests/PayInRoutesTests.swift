@@ -2,13 +2,16 @@ import Foundation
 import HTTPServer
 import Testing
 import VaultCore
-@testable import Payments
+
 @testable import MangopayAPI
+@testable import Payments
 
 /// Set-up steps of the pay-in route tests, over the in-process Mangopay harness.
 extension MangopayHarness {
     /// A payer with a EUR wallet and a registered card; returns their ids and the card's profiling reference.
-    func payerWithCard(number: String = "4970107111111119", userAgent: String = "Browser/1") async throws
+    func payerWithCard(
+        number: String = "4970107111111119", userAgent: String = "Browser/1"
+    ) async throws
         -> (user: String, wallet: String, card: String, reference: String)
     {
         let user = try await createUser()
@@ -19,10 +22,13 @@ extension MangopayHarness {
     }
 
     /// Registers `number` for `user` through the registration, tokenization and update routes.
-    func registerCard(user: String, number: String, userAgent: String = "Browser/1", cvx: String = "123") async throws
+    func registerCard(
+        user: String, number: String, userAgent: String = "Browser/1", cvx: String = "123"
+    ) async throws
         -> (card: String, reference: String)
     {
-        let registration = await send("POST", api("/cardregistrations"), body: #"{"Currency":"EUR","UserId":""# + user + #""}"#)
+        let registration = await send(
+            "POST", api("/cardregistrations"), body: #"{"Currency":"EUR","UserId":""# + user + #""}"#)
         let tokenized = await tokenize(registration.json, number: number, cvx: cvx, headers: ["User-Agent": userAgent])
         let reference = try #require(tokenized.headers["Profiling-Attempt-Reference"])
         let id = try #require(registration.json["Id"]?.stringValue)
@@ -33,7 +39,8 @@ extension MangopayHarness {
 
     /// The request body the official SDK sends (captured), for this payer and card.
     static func payInBody(
-        user: String, wallet: String, card: String, amount: Int64 = 1000, fees: Int64 = 100, secureMode: String = "DEFAULT",
+        user: String, wallet: String, card: String, amount: Int64 = 1000, fees: Int64 = 100,
+        secureMode: String = "DEFAULT",
         reference: String? = nil, returnURL: String = "https://shop.example/return?order=7#/done"
     ) -> String {
         let profiling = reference.map { #","ProfilingAttemptReference":""# + $0 + #"""# } ?? ""
@@ -58,7 +65,9 @@ extension MangopayHarness {
     static func secret(_ url: String) -> String { String(url[url.range(of: "?s=")!.upperBound...]) }
 
     /// Posts the ACS form of `redirect` (an absolute URL) with these fields.
-    func answerACS(_ redirect: String, code: String? = nil, action: String = "submit", secret: String? = nil) async
+    func answerACS(
+        _ redirect: String, code: String? = nil, action: String = "submit", secret: String? = nil
+    ) async
         -> Response
     {
         let path = String(Self.local(redirect).prefix { $0 != "?" })
@@ -99,16 +108,22 @@ extension MangopayHarness {
         #expect(payIn["SecureModeNeeded"] == .bool(false) && payIn["SecureModeRedirectURL"] == .null)
         #expect(payIn["SecureMode"] == .string("DEFAULT"))
         #expect(payIn["SecurityInfo"] == .object([("AVSResult", .string("NO_CHECK"))]))
-        #expect(Set(payIn["CardInfo"]?.keys ?? []) == ["BIN", "IssuingBank", "IssuerCountryCode", "Type", "Brand", "SubType"])
+        #expect(
+            Set(payIn["CardInfo"]?.keys ?? []) == [
+                "BIN", "IssuingBank", "IssuerCountryCode", "Type", "Brand", "SubType",
+            ])
         #expect(payIn["CardInfo"]?["BIN"] == .string("497010") && payIn["CardInfo"]?["Brand"] == .string("VISA"))
-        #expect(Set(payIn["BrowserInfo"]?.keys ?? []) == [
-            "AcceptHeader", "JavaEnabled", "JavascriptEnabled", "Language", "ColorDepth", "ScreenHeight", "ScreenWidth",
-            "TimeZoneOffset", "UserAgent",
-        ])
+        #expect(
+            Set(payIn["BrowserInfo"]?.keys ?? []) == [
+                "AcceptHeader", "JavaEnabled", "JavascriptEnabled", "Language", "ColorDepth", "ScreenHeight",
+                "ScreenWidth",
+                "TimeZoneOffset", "UserAgent",
+            ])
         #expect(payIn["BrowserInfo"]?["TimeZoneOffset"] == .string("+60"))
-        #expect(Set(payIn["Billing"]?["Address"]?.keys ?? []) == [
-            "AddressLine1", "AddressLine2", "City", "Region", "PostalCode", "Country",
-        ])
+        #expect(
+            Set(payIn["Billing"]?["Address"]?.keys ?? []) == [
+                "AddressLine1", "AddressLine2", "City", "Region", "PostalCode", "Country",
+            ])
         #expect(payIn["Shipping"] == .null && payIn["StatementDescriptor"] == .string("SHOP"))
         #expect(payIn["ProfilingAttemptReference"] == .string(reference))
         #expect(payIn["Applied3DSVersion"] == .string("V2_1"))
@@ -147,7 +162,8 @@ extension MangopayHarness {
         #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'none'") == true)
         let html = page.bodyText
         #expect(html.contains("12.34 EUR") && html.contains("497010XXXXXX8183") && !html.contains("4970105181818183"))
-        #expect(html.contains(#"name="code""#) && html.contains(#"value="submit""#) && html.contains(#"value="cancel""#))
+        #expect(
+            html.contains(#"name="code""#) && html.contains(#"value="submit""#) && html.contains(#"value="cancel""#))
         #expect(!html.contains("<script"))
         #expect(await harness.balance(wallet) == 0)
 
@@ -166,7 +182,9 @@ extension MangopayHarness {
         #expect(await harness.send("GET", harness.api("/payins/\(id)")).json["Status"] == .string("SUCCEEDED"))
         #expect(await harness.balance(wallet) == 1200)
         let after = await harness.send("GET", MangopayHarness.local(redirect), authorized: false)
-        #expect(after.status == .ok && after.bodyText.contains("Authentication complete") && !after.bodyText.contains(#"name="code""#))
+        #expect(
+            after.status == .ok && after.bodyText.contains("Authentication complete")
+                && !after.bodyText.contains(#"name="code""#))
     }
 
     @Test(arguments: [("000000", "submit"), ("", "submit"), ("123456", "cancel")])
@@ -193,7 +211,8 @@ extension MangopayHarness {
         var redirects: [String] = []
         for _ in 0..<2 {
             let created = await harness.send(
-                "POST", harness.api("/payins/card/direct"), body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
+                "POST", harness.api("/payins/card/direct"),
+                body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
             ids.append(try #require(created.json["Id"]?.stringValue))
             redirects.append(try #require(created.json["SecureModeRedirectURL"]?.stringValue))
         }
@@ -216,47 +235,58 @@ extension MangopayHarness {
         let harness = try await MangopayHarness.make()
         let (user, wallet, card, _) = try await harness.payerWithCard(number: "4970105181818183")
         let created = await harness.send(
-            "POST", harness.api("/payins/card/direct"), body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
+            "POST", harness.api("/payins/card/direct"),
+            body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
         let redirect = try #require(created.json["SecureModeRedirectURL"]?.stringValue)
         let path = String(MangopayHarness.local(redirect).prefix { $0 != "?" })
         let secret = MangopayHarness.secret(redirect)
         let wrongSecret = String(secret.dropLast()) + (secret.hasSuffix("A") ? "B" : "A")
         for target in [
-            path + "?s=" + wrongSecret, path, path.replacingOccurrences(of: "/acs/p/", with: "/acs/v/") + "?s=" + secret,
+            path + "?s=" + wrongSecret, path,
+            path.replacingOccurrences(of: "/acs/p/", with: "/acs/v/") + "?s=" + secret,
             path.replacingOccurrences(of: "/acs/p/", with: "/acs/x/") + "?s=" + secret,
             path.replacingOccurrences(of: harness.clientId, with: "other") + "?s=" + secret,
             path + "nope?s=" + secret, path + "?s=" + secret + "%3Cb%3E",
         ] {
             let page = await harness.send("GET", target, authorized: false)
             #expect(page.status.code == 404, "\(target)")
-            #expect(page.bodyText.contains("not valid") && !page.bodyText.contains("<script") && !page.bodyText.contains("<b>"), "\(target): \(page.bodyText)")
+            #expect(
+                page.bodyText.contains("not valid") && !page.bodyText.contains("<script")
+                    && !page.bodyText.contains("<b>"), "\(target): \(page.bodyText)")
             #expect(page.headers["Content-Type"] == "text/html; charset=utf-8")
         }
         // Hostile path segments never come back in the answer.
         let hostile = await harness.send("GET", "/acs/p/%3Cscript%3E/%22onload%3D/x?s=%3Cb%3E", authorized: false)
-        #expect(hostile.status.code == 404 && !hostile.bodyText.contains("<script") && !hostile.bodyText.contains("onload"))
+        #expect(
+            hostile.status.code == 404 && !hostile.bodyText.contains("<script") && !hostile.bodyText.contains("onload"))
         let wrong = await harness.answerACS(redirect, code: "123456", secret: wrongSecret)
         #expect(wrong.status.code == 404 && wrong.headers["Location"] == nil)
         let incomplete = await harness.send(
-            "POST", path, body: "code=123456", headers: ["Content-Type": "application/x-www-form-urlencoded"], authorized: false)
+            "POST", path, body: "code=123456", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            authorized: false)
         #expect(incomplete.status.code == 400 && incomplete.headers["Location"] == nil)
         // Nothing of that moved the pay-in.
-        #expect(await harness.send("GET", harness.api("/payins/\(created.json["Id"]!.stringValue!)")).json["Status"] == .string("CREATED"))
+        #expect(
+            await harness.send("GET", harness.api("/payins/\(created.json["Id"]!.stringValue!)")).json["Status"]
+                == .string("CREATED"))
     }
 
     @Test func challengePageEscapesEverythingItShows() {
         let view = ChallengeView(
             transactionId: #"payin_"><script>alert(1)</script>"#, amount: Funds(currency: "<EUR>", amount: 5),
-            cardAlias: "497010XXXXXX1119'onmouseover='x", statementDescriptor: "A&B <i>", isFinal: false, status: "CREATED")
+            cardAlias: "497010XXXXXX1119'onmouseover='x", statementDescriptor: "A&B <i>", isFinal: false,
+            status: "CREATED")
         let html = SandboxACSPage.challengeHTML(
             view, action: #"/acs/p/c/"><img src=x>"#, secret: #"s"><b>"#, challengeCode: "<123456>")
         #expect(!html.contains("<script") && !html.contains("<img") && !html.contains("<b>") && !html.contains("<i>"))
         #expect(!html.contains("'onmouseover='") && !html.contains("<EUR>") && !html.contains("<123456>"))
-        #expect(html.contains("&lt;script&gt;") && html.contains("A&amp;B &lt;i&gt;") && html.contains("&quot;&gt;&lt;img"))
+        #expect(
+            html.contains("&lt;script&gt;") && html.contains("A&amp;B &lt;i&gt;") && html.contains("&quot;&gt;&lt;img"))
         #expect(html.contains("5 &lt;EUR&gt;"))
         let final = SandboxACSPage.challengeHTML(
-            ChallengeView(transactionId: "p", amount: Funds(currency: "JPY", amount: 500), cardAlias: "a",
-                          statementDescriptor: nil, isFinal: true, status: "SUCCEEDED"),
+            ChallengeView(
+                transactionId: "p", amount: Funds(currency: "JPY", amount: 500), cardAlias: "a",
+                statementDescriptor: nil, isFinal: true, status: "SUCCEEDED"),
             action: "/a", secret: "s", challengeCode: "1")
         #expect(final.contains("500 JPY") && final.contains("succeeded") && !final.contains(#"name="code""#))
     }
@@ -264,13 +294,16 @@ extension MangopayHarness {
     @Test func challengedCardValidationMovesNoFundsAndSetsValidity() async throws {
         let harness = try await MangopayHarness.make()
         let (user, wallet, card, _) = try await harness.payerWithCard(number: "4970105181818183")
-        let body = #"{"AuthorId":""# + user + #"","SecureModeReturnURL":"http://shop.example/v","IpAddress":"192.0.2.1","#
+        let body =
+            #"{"AuthorId":""# + user + #"","SecureModeReturnURL":"http://shop.example/v","IpAddress":"192.0.2.1","#
             + #""BrowserInfo":{"AcceptHeader":"text/html","JavaEnabled":false,"JavascriptEnabled":true,"Language":"en","#
             + #""ColorDepth":24,"ScreenHeight":800,"ScreenWidth":600,"TimeZoneOffset":60,"UserAgent":"UA"}}"#
         let created = await harness.send("POST", harness.api("/cards/\(card)/validation"), body: body)
         #expect(created.status == .ok)
         #expect(created.json["Type"] == .string("CARD_VALIDATION") && created.json["Validity"] == .string("UNKNOWN"))
-        #expect(created.json["Status"] == .string("CREATED") && created.json["BrowserInfo"]?["TimeZoneOffset"] == .string("60"))
+        #expect(
+            created.json["Status"] == .string("CREATED")
+                && created.json["BrowserInfo"]?["TimeZoneOffset"] == .string("60"))
         let id = try #require(created.json["Id"]?.stringValue)
         let redirect = try #require(created.json["SecureModeRedirectURL"]?.stringValue)
         #expect(redirect.contains("/acs/v/"))
@@ -302,14 +335,17 @@ extension MangopayHarness {
         }
         let missing = await harness.send("POST", target, body: "{}")
         #expect(missing.status.code == 400)
-        #expect(Set(missing.json["errors"]?.keys ?? []) == [
-            "AuthorId", "CardId", "CreditedWalletId", "DebitedFunds", "Fees", "SecureModeReturnURL", "IpAddress", "BrowserInfo",
-        ])
+        #expect(
+            Set(missing.json["errors"]?.keys ?? []) == [
+                "AuthorId", "CardId", "CreditedWalletId", "DebitedFunds", "Fees", "SecureModeReturnURL", "IpAddress",
+                "BrowserInfo",
+            ])
         let wrongTypes = await harness.send(
             "POST", target,
             body: #"{"AuthorId":true,"CardId":["c"],"DebitedFunds":{"Currency":"EUR","Amount":"10"},"Fees":"x","#
                 + #""BrowserInfo":{"JavaEnabled":"yes","ColorDepth":1.5,"TimeZoneOffset":true},"Billing":{"Address":3},"#
-                + #""SecureMode":"ALWAYS","IpAddress":"999.1.1.1","SecureModeReturnURL":"javascript:alert(1)","Tag":{}}"#)
+                + #""SecureMode":"ALWAYS","IpAddress":"999.1.1.1","SecureModeReturnURL":"javascript:alert(1)","Tag":{}}"#
+        )
         #expect(wrongTypes.status.code == 400)
         let named = Set(wrongTypes.json["errors"]?.keys ?? [])
         for field in [
@@ -334,13 +370,22 @@ extension MangopayHarness {
             return Set(response.json["errors"]?.keys ?? [])
         }
         let good = MangopayHarness.payInBody(user: user, wallet: wallet, card: card)
-        #expect(await errors(good.replacingOccurrences(of: #""Amount":100}"#, with: #""Amount":1001}"#)) == ["Fees.Amount"])
-        #expect(await errors(good.replacingOccurrences(of: #""Amount":1000}"#, with: #""Amount":0}"#)).contains("DebitedFunds.Amount"))
+        #expect(
+            await errors(good.replacingOccurrences(of: #""Amount":100}"#, with: #""Amount":1001}"#)) == ["Fees.Amount"])
+        #expect(
+            await errors(good.replacingOccurrences(of: #""Amount":1000}"#, with: #""Amount":0}"#)).contains(
+                "DebitedFunds.Amount"))
         #expect(await errors(good.replacingOccurrences(of: "EUR", with: "GBP")) == ["DebitedFunds.Currency"])
-        #expect(await errors(good.replacingOccurrences(of: "EUR", with: "XPX")).isSuperset(of: ["DebitedFunds.Currency", "Fees.Currency"]))
+        #expect(
+            await errors(good.replacingOccurrences(of: "EUR", with: "XPX")).isSuperset(of: [
+                "DebitedFunds.Currency", "Fees.Currency",
+            ]))
         #expect(await errors(good.replacingOccurrences(of: card, with: "card_nope")) == ["CardId"])
         #expect(await errors(good.replacingOccurrences(of: wallet, with: "wlt_nope")) == ["CreditedWalletId"])
-        #expect(await errors(good.replacingOccurrences(of: #""SHOP""#, with: #""SHOP_TOO_LONG!""#)) == ["StatementDescriptor"])
+        #expect(
+            await errors(good.replacingOccurrences(of: #""SHOP""#, with: #""SHOP_TOO_LONG!""#)) == [
+                "StatementDescriptor"
+            ])
         let stranger = try await harness.createUser()
         let strangerCard = try await harness.registerCard(user: stranger, number: "4970107111111119")
         #expect(await errors(good.replacingOccurrences(of: card, with: strangerCard.card)) == ["CardId"])
@@ -355,7 +400,10 @@ extension MangopayHarness {
         let harness = try await MangopayHarness.make()
         let (user, wallet, card, _) = try await harness.payerWithCard()
         let good = try MangopayJSON.parse(Array(MangopayHarness.payInBody(user: user, wallet: wallet, card: card).utf8))
-        guard case .object(let members) = good else { Issue.record("not an object"); return }
+        guard case .object(let members) = good else {
+            Issue.record("not an object")
+            return
+        }
         let replacements: [MangopayJSON] = [
             .null, .bool(true), .int(-1), .int(Int64.max), .string(""), .string(String(repeating: "9", count: 300)),
             .array([]), .object([]), .object([("Currency", .int(1)), ("Amount", .string("1"))]),
@@ -365,9 +413,12 @@ extension MangopayHarness {
             for replacement in replacements {
                 var mutated = members
                 mutated[index].1 = replacement
-                let response = await harness.send("POST", harness.api("/payins/card/direct"), body: MangopayJSON.object(mutated).text)
+                let response = await harness.send(
+                    "POST", harness.api("/payins/card/direct"), body: MangopayJSON.object(mutated).text)
                 statuses[response.status.code, default: 0] += 1
-                #expect(response.status.code == 200 || response.status.code == 400, "\(members[index].0) = \(replacement.text)")
+                #expect(
+                    response.status.code == 200 || response.status.code == 400,
+                    "\(members[index].0) = \(replacement.text)")
                 if response.status.code == 400 {
                     #expect(response.json["errors"]?.keys.isEmpty == false, "\(members[index].0) = \(replacement.text)")
                 }
@@ -381,12 +432,15 @@ extension MangopayHarness {
         let (user, wallet, card, _) = try await harness.payerWithCard()
         let body = MangopayHarness.payInBody(user: user, wallet: wallet, card: card)
         let key = "payin-0000-1111-2222-3333"
-        let first = await harness.send("POST", harness.api("/payins/card/direct"), body: body, headers: ["Idempotency-Key": key])
-        let second = await harness.send("POST", harness.api("/payins/card/direct"), body: body, headers: ["Idempotency-Key": key])
+        let first = await harness.send(
+            "POST", harness.api("/payins/card/direct"), body: body, headers: ["Idempotency-Key": key])
+        let second = await harness.send(
+            "POST", harness.api("/payins/card/direct"), body: body, headers: ["Idempotency-Key": key])
         #expect(first.status == .ok && second.body == first.body)
         #expect(await harness.balance(wallet) == 900)
         let conflict = await harness.send(
-            "POST", harness.api("/payins/card/direct"), body: body.replacingOccurrences(of: #""Tag":"t""#, with: #""Tag":"u""#),
+            "POST", harness.api("/payins/card/direct"),
+            body: body.replacingOccurrences(of: #""Tag":"t""#, with: #""Tag":"u""#),
             headers: ["Idempotency-Key": key])
         #expect(conflict.status.code == 409 && conflict.json["Type"] == .string("idempotent_creation_conflict"))
         let stored = await harness.send("GET", harness.api("/responses/\(key)"))
@@ -395,18 +449,24 @@ extension MangopayHarness {
         let id = try #require(first.json["Id"]?.stringValue)
         let refundKey = "refund-0000-1111-2222-3333"
         let refundBody = #"{"DebitedFunds":{"Currency":"EUR","Amount":400},"Fees":{"Currency":"EUR","Amount":0}}"#
-        let refund = await harness.send("POST", harness.api("/payins/\(id)/refunds"), body: refundBody, headers: ["Idempotency-Key": refundKey])
-        let again = await harness.send("POST", harness.api("/payins/\(id)/refunds"), body: refundBody, headers: ["Idempotency-Key": refundKey])
+        let refund = await harness.send(
+            "POST", harness.api("/payins/\(id)/refunds"), body: refundBody, headers: ["Idempotency-Key": refundKey])
+        let again = await harness.send(
+            "POST", harness.api("/payins/\(id)/refunds"), body: refundBody, headers: ["Idempotency-Key": refundKey])
         #expect(refund.status == .ok && again.body == refund.body)
         #expect(await harness.balance(wallet) == 500)
         #expect(await harness.send("GET", harness.api("/payins/\(id)/refunds")).json.arrayValue?.count == 1)
 
         let validationKey = "valid-0000-1111-2222-3333"
-        let validationBody = #"{"AuthorId":""# + user + #"","SecureModeReturnURL":"https://s.example/","PaymentCategory":"TelephoneOrder"}"#
+        let validationBody =
+            #"{"AuthorId":""# + user
+            + #"","SecureModeReturnURL":"https://s.example/","PaymentCategory":"TelephoneOrder"}"#
         let validation = await harness.send(
-            "POST", harness.api("/cards/\(card)/validation"), body: validationBody, headers: ["Idempotency-Key": validationKey])
+            "POST", harness.api("/cards/\(card)/validation"), body: validationBody,
+            headers: ["Idempotency-Key": validationKey])
         let replayed = await harness.send(
-            "POST", harness.api("/cards/\(card)/validation"), body: validationBody, headers: ["Idempotency-Key": validationKey])
+            "POST", harness.api("/cards/\(card)/validation"), body: validationBody,
+            headers: ["Idempotency-Key": validationKey])
         #expect(validation.status == .ok && replayed.body == validation.body)
     }
 
@@ -419,13 +479,18 @@ extension MangopayHarness {
         let id = try #require(created.json["Id"]?.stringValue)
         let partial = await harness.send(
             "POST", harness.api("/payins/\(id)/refunds"),
-            body: #"{"AuthorId":""# + user + #"","DebitedFunds":{"Currency":"EUR","Amount":500},"Fees":{"Currency":"EUR","Amount":0},"Tag":"p"}"#)
+            body: #"{"AuthorId":""# + user
+                + #"","DebitedFunds":{"Currency":"EUR","Amount":500},"Fees":{"Currency":"EUR","Amount":0},"Tag":"p"}"#)
         #expect(partial.status == .ok)
         #expect(partial.json["Type"] == .string("PAYOUT") && partial.json["Nature"] == .string("REFUND"))
-        #expect(partial.json["InitialTransactionId"] == .string(id) && partial.json["InitialTransactionType"] == .string("PAYIN"))
+        #expect(
+            partial.json["InitialTransactionId"] == .string(id)
+                && partial.json["InitialTransactionType"] == .string("PAYIN"))
         #expect(partial.json["Status"] == .string("SUCCEEDED") && partial.json["ResultCode"] == .string("000000"))
         #expect(partial.json["DebitedWalletId"] == .string(wallet) && partial.json["Tag"] == .string("p"))
-        #expect(partial.json["DebitedFunds"]?["Amount"] == .int(500) && partial.json["CreditedFunds"]?["Amount"] == .int(500))
+        #expect(
+            partial.json["DebitedFunds"]?["Amount"] == .int(500)
+                && partial.json["CreditedFunds"]?["Amount"] == .int(500))
         #expect(await harness.balance(wallet) == 1500)
         let over = await harness.send(
             "POST", harness.api("/payins/\(id)/refunds"), body: #"{"DebitedFunds":{"Currency":"EUR","Amount":1501}}"#)
@@ -440,7 +505,9 @@ extension MangopayHarness {
         #expect(list.json.arrayValue?.count == 2 && list.headers["X-Number-Of-Items"] == "2")
         let refundId = try #require(partial.json["Id"]?.stringValue)
         #expect(await harness.send("GET", harness.api("/refunds/\(refundId)")).json == partial.json)
-        #expect(await harness.send("GET", harness.api("/refunds/refund_nope")).json["Type"] == .string("ressource_not_found"))
+        #expect(
+            await harness.send("GET", harness.api("/refunds/refund_nope")).json["Type"]
+                == .string("ressource_not_found"))
         #expect(await harness.send("GET", harness.api("/payins/payin_nope/refunds")).status.code == 404)
         #expect(await harness.send("GET", harness.api("/payins/\(id)/refunds?per_page=0")).status.code == 400)
 
@@ -456,25 +523,34 @@ extension MangopayHarness {
         let harness = try await MangopayHarness.make()
         let (user, wallet, card, _) = try await harness.payerWithCard()
         let (otherUser, otherWallet, sameNumber, _) = try await harness.payerWithCard()
-        let fingerprint = try #require(await harness.send("GET", harness.api("/cards/\(card)")).json["Fingerprint"]?.stringValue)
-        #expect(await harness.send("GET", harness.api("/cards/\(sameNumber)")).json["Fingerprint"]?.stringValue == fingerprint)
+        let fingerprint = try #require(
+            await harness.send("GET", harness.api("/cards/\(card)")).json["Fingerprint"]?.stringValue)
+        #expect(
+            await harness.send("GET", harness.api("/cards/\(sameNumber)")).json["Fingerprint"]?.stringValue
+                == fingerprint)
         let target = harness.api("/cards/fingerprints/\(fingerprint)/transactions")
         #expect(await harness.send("GET", target).json.arrayValue?.count == 0)
         let first = await harness.send(
-            "POST", harness.api("/payins/card/direct"), body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
+            "POST", harness.api("/payins/card/direct"),
+            body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
         let second = await harness.send(
             "POST", harness.api("/payins/card/direct"),
             body: MangopayHarness.payInBody(user: otherUser, wallet: otherWallet, card: sameNumber))
         // A validation is no transaction of the list.
         _ = await harness.send(
             "POST", harness.api("/cards/\(card)/validation"),
-            body: #"{"AuthorId":""# + user + #"","SecureModeReturnURL":"https://s.example/","PaymentCategory":"TelephoneOrder"}"#)
+            body: #"{"AuthorId":""# + user
+                + #"","SecureModeReturnURL":"https://s.example/","PaymentCategory":"TelephoneOrder"}"#)
         let list = await harness.send("GET", target)
         #expect(list.status == .ok && list.headers["X-Number-Of-Items"] == "2")
-        #expect(Set(list.json.arrayValue?.compactMap { $0["Id"]?.stringValue } ?? []) == [
-            try #require(first.json["Id"]?.stringValue), try #require(second.json["Id"]?.stringValue),
-        ])
-        #expect(await harness.send("GET", harness.api("/cards/fingerprints/\(String(repeating: "0", count: 32))/transactions"))
+        #expect(
+            Set(list.json.arrayValue?.compactMap { $0["Id"]?.stringValue } ?? []) == [
+                try #require(first.json["Id"]?.stringValue), try #require(second.json["Id"]?.stringValue),
+            ])
+        #expect(
+            await harness.send(
+                "GET", harness.api("/cards/fingerprints/\(String(repeating: "0", count: 32))/transactions")
+            )
             .json.arrayValue?.count == 0)
         #expect(await harness.send("GET", target + "?per_page=0").status.code == 400)
     }
@@ -483,18 +559,21 @@ extension MangopayHarness {
         let harness = try await MangopayHarness.make()
         let (user, wallet, card, _) = try await harness.payerWithCard()
         let created = await harness.send(
-            "POST", harness.api("/payins/card/direct"), body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
+            "POST", harness.api("/payins/card/direct"),
+            body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card))
         let id = try #require(created.json["Id"]?.stringValue)
         #expect(await harness.send("GET", harness.api("/payins/\(id)"), authorized: false).status.code == 401)
         #expect(await harness.send("GET", "/v2.01/other/payins/\(id)").status.code == 403)
         let other = try await harness.services.clients.create(name: "other")
         let token = await harness.send(
             "POST", "/v2.01/oauth/token",
-            headers: ["Authorization": "Basic " + Data("other:\(other.apiKey)".utf8).base64EncodedString()], authorized: false)
+            headers: ["Authorization": "Basic " + Data("other:\(other.apiKey)".utf8).base64EncodedString()],
+            authorized: false)
         let bearer = "Bearer " + (token.json["access_token"]?.stringValue ?? "")
         let foreign = await harness.send("GET", "/v2.01/other/payins/\(id)", headers: ["Authorization": bearer])
         #expect(foreign.status.code == 404 && foreign.json["Type"] == .string("ressource_not_found"))
-        let foreignRefund = await harness.send("POST", "/v2.01/other/payins/\(id)/refunds", headers: ["Authorization": bearer])
+        let foreignRefund = await harness.send(
+            "POST", "/v2.01/other/payins/\(id)/refunds", headers: ["Authorization": bearer])
         #expect(foreignRefund.status.code == 404)
         #expect(await harness.balance(wallet) == 900)
     }
@@ -502,16 +581,20 @@ extension MangopayHarness {
     @Test func manyCardsFromOneBrowserAreChallengedThenBlockedWithVisibleReasons() async throws {
         let harness = try await MangopayHarness.make()
         let (user, wallet, _, _) = try await harness.payerWithCard()
-        let numbers = ["4970107111111119", "5555555555554444", "4111111111111111", "4012888888881881", "5105105105105100",
-                       "4000056655665556"]
+        let numbers = [
+            "4970107111111119", "5555555555554444", "4111111111111111", "4012888888881881", "5105105105105100",
+            "4000056655665556",
+        ]
         var statuses: [String] = []
         var lastReference = ""
         for number in numbers {
             let (card, reference) = try await harness.registerCard(user: user, number: number, userAgent: "Attacker/1")
             let created = await harness.send(
                 "POST", harness.api("/payins/card/direct"),
-                body: MangopayHarness.payInBody(user: user, wallet: wallet, card: card, amount: 500, fees: 0, reference: reference))
-            statuses.append((created.json["Status"]?.stringValue ?? "?") + "/" + (created.json["ResultCode"]?.stringValue ?? "-"))
+                body: MangopayHarness.payInBody(
+                    user: user, wallet: wallet, card: card, amount: 500, fees: 0, reference: reference))
+            statuses.append(
+                (created.json["Status"]?.stringValue ?? "?") + "/" + (created.json["ResultCode"]?.stringValue ?? "-"))
             lastReference = reference
         }
         #expect(statuses.first == "SUCCEEDED/000000")

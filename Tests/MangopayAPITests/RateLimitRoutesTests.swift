@@ -3,8 +3,8 @@ import HTTPServer
 import Testing
 import VaultCore
 
-@testable import Payments
 @testable import MangopayAPI
+@testable import Payments
 
 /// The routes' rate limits in process, with the harness's manual clock: an IPv6 /64 is one client
 /// however its hosts rotate, and a limited client recovers as its bucket refills.

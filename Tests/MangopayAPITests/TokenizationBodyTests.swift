@@ -12,7 +12,8 @@ import Testing
         let registration = try await harness.createRegistration()
         let url = registration["CardRegistrationURL"]?.stringValue ?? ""
         let path = String(url.dropFirst("http://127.0.0.1:9999".count))
-        let form = "data=\(registration["PreregistrationData"]?.stringValue ?? "")&accessKeyRef="
+        let form =
+            "data=\(registration["PreregistrationData"]?.stringValue ?? "")&accessKeyRef="
             + "\(registration["AccessKey"]?.stringValue ?? "")&cardNumber=4970107111111119&cardExpirationDate=1229&cardCvx=123"
         let request = Request(method: .post, target: path, body: Array(form.utf8), remoteAddress: "192.0.2.10")
         let response = await harness.router.respond(to: request)

@@ -1,9 +1,10 @@
 import CardKit
 import Foundation
-import VaultCrypto
 import Testing
 import VaultCore
+import VaultCrypto
 import VaultStore
+
 @testable import Payments
 
 @Suite struct CardRegistrationTests {
@@ -89,7 +90,8 @@ import VaultStore
         #expect(again == done)
         let other = await PaymentsError.from {
             try await fixture.services.cardRegistrations.update(
-                clientId: "shop", id: registration.id, registrationData: "errorCode=02625", cardHolderName: nil, tag: nil)
+                clientId: "shop", id: registration.id, registrationData: "errorCode=02625", cardHolderName: nil,
+                tag: nil)
         }
         #expect(other?.code == .invalidParameters)
     }
@@ -110,7 +112,8 @@ import VaultStore
     ) async throws {
         let fixture = PaymentsFixture()
         let registration = try await fixture.registration()
-        let result = try await fixture.tokenize(registration, fixture.form(registration, number: number, expiry: expiry, cvx: cvx))
+        let result = try await fixture.tokenize(
+            registration, fixture.form(registration, number: number, expiry: expiry, cvx: cvx))
         #expect(result == .failure(code))
         let failed = try await fixture.services.cardRegistrations.update(
             clientId: "shop", id: registration.id, registrationData: "errorCode=" + code.rawValue, cardHolderName: nil,
@@ -125,10 +128,15 @@ import VaultStore
     @Test func registrationTypeDecidesWhichBrandsPass() async throws {
         let fixture = PaymentsFixture()
         let amex = try await fixture.registration(cardType: "AMEX")
-        #expect(try await fixture.tokenize(amex, fixture.form(amex, number: PaymentsFixture.visa)) == .failure(.invalidCardNumber))
-        #expect(try await fixture.tokenize(amex, fixture.form(amex, number: PaymentsFixture.amex, cvx: "123"))
-            == .failure(.invalidSecurityCode))
-        guard case .success = try await fixture.tokenize(amex, fixture.form(amex, number: PaymentsFixture.amex, cvx: "1234"))
+        #expect(
+            try await fixture.tokenize(amex, fixture.form(amex, number: PaymentsFixture.visa))
+                == .failure(.invalidCardNumber))
+        #expect(
+            try await fixture.tokenize(amex, fixture.form(amex, number: PaymentsFixture.amex, cvx: "123"))
+                == .failure(.invalidSecurityCode))
+        guard
+            case .success = try await fixture.tokenize(
+                amex, fixture.form(amex, number: PaymentsFixture.amex, cvx: "1234"))
         else {
             Issue.record("AMEX card on an AMEX registration was refused")
             return
@@ -172,8 +180,9 @@ import VaultStore
         let fixture = PaymentsFixture()
         let registration = try await fixture.registration()
         for _ in 0..<5 {
-            #expect(try await fixture.tokenize(registration, fixture.form(registration, number: "4970107111111118"))
-                == .failure(.invalidCardNumber))
+            #expect(
+                try await fixture.tokenize(registration, fixture.form(registration, number: "4970107111111118"))
+                    == .failure(.invalidCardNumber))
         }
         #expect(try await fixture.tokenize(registration, fixture.form(registration)) == .failure(.locked))
         #expect(try await fixture.store.scanAll("card-numbers").isEmpty)
@@ -188,7 +197,9 @@ import VaultStore
         let registration = try await fixture.registration()
         var wrong = fixture.form(registration)
         wrong.accessKeyRef = "nope"
-        for _ in 0..<3 { #expect(try await fixture.tokenize(registration, wrong, ip: "198.51.100.7") == .failure(.accessDenied)) }
+        for _ in 0..<3 {
+            #expect(try await fixture.tokenize(registration, wrong, ip: "198.51.100.7") == .failure(.accessDenied))
+        }
         let limited = try await fixture.tokenize(registration, fixture.form(registration), ip: "198.51.100.7")
         #expect(limited == .rateLimited(retryAfter: 20))
         // Another address is not affected, and the first recovers with time.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+
 @testable import Payments
 
 @Suite struct CardTests {

@@ -3,6 +3,7 @@ import Testing
 import VaultCore
 import VaultCrypto
 import VaultStore
+
 @testable import Payments
 
 @Suite struct ClientAndTokenTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+
 @testable import Payments
 
 @Suite struct IdempotencyTests {
@@ -10,7 +11,9 @@ import VaultCore
         let fixture = PaymentsFixture()
         let ledger = fixture.services.idempotency
         let body = Array(#"{"Currency":"EUR"}"#.utf8)
-        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: body) == .proceed)
+        #expect(
+            try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: body)
+                == .proceed)
         // While the first runs, a second with the same key is a conflict.
         let running = await PaymentsError.from {
             try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: body)
@@ -20,8 +23,9 @@ import VaultCore
             statusCode: 200, contentType: "application/json", body: Array(#"{"Id":"w"}"#.utf8),
             requestURL: "/v2.01/shop/wallets", date: 1)
         try await ledger.record(clientId: "shop", key: key, response: stored)
-        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: body)
-            == .replay(stored))
+        #expect(
+            try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: body)
+                == .replay(stored))
         let otherBody = await PaymentsError.from {
             try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/v2.01/shop/wallets", body: [])
         }
@@ -36,8 +40,10 @@ import VaultCore
         #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/y", body: []) == .proceed)
     }
 
-    @Test(arguments: [("short", false), ("abcdefghijklmnop", true), (String(repeating: "a", count: 36), true),
-        (String(repeating: "a", count: 37), false), ("abcdefghijklmnop_", false), ("abcdefgh ijklmnop", false)])
+    @Test(arguments: [
+        ("short", false), ("abcdefghijklmnop", true), (String(repeating: "a", count: 36), true),
+        (String(repeating: "a", count: 37), false), ("abcdefghijklmnop_", false), ("abcdefgh ijklmnop", false),
+    ])
     func keyFormat(key: String, valid: Bool) {
         #expect(IdempotencyLedger.isValidKey(key) == valid)
     }
@@ -46,7 +52,8 @@ import VaultCore
     /// counts as not started (the retry runs), before it the retry is still a conflict.
     @Test func aReservationWithoutAnswerTimesOutIntoNotStarted() async throws {
         let fixture = PaymentsFixture(
-            configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/", idempotencyInProgressTimeout: 60))
+            configuration: PaymentsConfiguration(
+                publicBaseURL: "https://vault.example/", idempotencyInProgressTimeout: 60))
         let ledger = fixture.services.idempotency
         let body = Array(#"{"Currency":"EUR"}"#.utf8)
         #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body) == .proceed)
@@ -67,7 +74,9 @@ import VaultCore
             statusCode: 200, contentType: "application/json", body: Array("{}".utf8), requestURL: "/p", date: 1)
         try await ledger.record(clientId: "shop", key: key, response: stored)
         fixture.clock.advance(by: 3600)
-        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body) == .replay(stored))
+        #expect(
+            try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/p", body: body)
+                == .replay(stored))
     }
 
     @Test func abandonedReservationFreesTheKey() async throws {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import VaultCore
 import VaultStore
+
 @testable import Payments
 
 /// A fixture with a pay-in service, a payer with a EUR wallet, and cards registered for that payer.
@@ -23,22 +24,29 @@ struct PayInFixture {
     }
 
     /// Registers `number` for the payer; returns the card and its profiling attempt reference.
-    func card(_ number: String = frictionless, device: [String: String] = ["screenWidth": "1024"], userAgent: String = "UA/1")
+    func card(
+        _ number: String = frictionless, device: [String: String] = ["screenWidth": "1024"], userAgent: String = "UA/1"
+    )
         async throws -> (Card, String)
     {
         let registration = try await base.services.cardRegistrations.create(
             clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
         let result = try await base.services.cardRegistrations.tokenize(
             clientId: "shop", id: registration.id, form: base.form(registration, number: number),
-            signals: DeviceSignals(ipAddress: "192.0.2.7", userAgent: userAgent, acceptLanguage: "fr-FR", device: device))
-        guard case .success(let token, let reference) = result else { throw PaymentsError(.invalidState, "tokenization") }
+            signals: DeviceSignals(
+                ipAddress: "192.0.2.7", userAgent: userAgent, acceptLanguage: "fr-FR", device: device))
+        guard case .success(let token, let reference) = result else {
+            throw PaymentsError(.invalidState, "tokenization")
+        }
         let done = try await base.services.cardRegistrations.update(
             clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
             cardHolderName: "John Doe", tag: nil)
         return (try await base.services.cards.get(clientId: "shop", id: done.cardId!), reference)
     }
 
-    func request(card: Card, amount: Int64 = 1000, fees: Int64 = 100, secureMode: String? = nil, reference: String? = nil)
+    func request(
+        card: Card, amount: Int64 = 1000, fees: Int64 = 100, secureMode: String? = nil, reference: String? = nil
+    )
         -> PayInRequest
     {
         var request = PayInRequest()
@@ -82,7 +90,10 @@ struct PayInFixture {
         #expect(try await f.base.services.cards.get(clientId: "shop", id: card.id).validity == .valid)
         #expect(!f.base.services.securityCodes.isHeld(clientId: "shop", cardId: card.id))
         #expect(try await f.payIns.get(clientId: "shop", id: payIn.id) == payIn)
-        #expect(try await f.payIns.transactions(clientId: "shop", cardId: card.id, page: PageRequest()).items.map(\.id) == [payIn.id])
+        #expect(
+            try await f.payIns.transactions(clientId: "shop", cardId: card.id, page: PageRequest()).items.map(\.id) == [
+                payIn.id
+            ])
     }
 
     @Test func challengedPayInSucceedsOnceWithTheSandboxCode() async throws {
@@ -95,7 +106,8 @@ struct PayInFixture {
         #expect(url.hasPrefix("https://vault.example/acs/p/shop/\(created.id)?s="))
         #expect(try await f.balance() == 0)
 
-        let view = try await f.payIns.challenge(kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(url))
+        let view = try await f.payIns.challenge(
+            kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(url))
         #expect(view.cardAlias == "497010XXXXXX8183")
         #expect(view.amount.amount == 1000)
 
@@ -117,7 +129,8 @@ struct PayInFixture {
         let (card, _) = try await f.card(PayInFixture.challenged)
         let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
         let secret = PayInFixture.secret(f.payIns.challengeURL(for: created)!)
-        let (failed, _) = try await f.payIns.answerChallenge(kind: "p", clientId: "shop", id: created.id, secret: secret, code: "999999")
+        let (failed, _) = try await f.payIns.answerChallenge(
+            kind: "p", clientId: "shop", id: created.id, secret: secret, code: "999999")
         #expect(failed.status == "FAILED")
         #expect(failed.result?.code == "101301")
         #expect(try await f.base.services.cards.get(clientId: "shop", id: card.id).validity == .invalid)
@@ -125,7 +138,8 @@ struct PayInFixture {
         let (card2, _) = try await f.card(PayInFixture.challenged)
         let second = try await f.payIns.create(clientId: "shop", request: f.request(card: card2))
         let (cancelled, _) = try await f.payIns.answerChallenge(
-            kind: "p", clientId: "shop", id: second.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: second)!), code: nil)
+            kind: "p", clientId: "shop", id: second.id,
+            secret: PayInFixture.secret(f.payIns.challengeURL(for: second)!), code: nil)
         #expect(cancelled.result?.code == "101301")
         #expect(try await f.balance() == 0)
     }
@@ -135,7 +149,8 @@ struct PayInFixture {
         let (card, _) = try await f.card(PayInFixture.challenged)
         let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
         _ = try await f.payIns.answerChallenge(
-            kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!),
+            kind: "p", clientId: "shop", id: created.id,
+            secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!),
             code: "999999")
         // Same card and same user: indexed twice, still one failure.
         let next = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
@@ -148,15 +163,18 @@ struct PayInFixture {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)
         let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
-        for (kind, client, secret) in [("p", "shop", "wrong"), ("v", "shop", PayInFixture.secret(f.payIns.challengeURL(for: created)!)),
-            ("p", "other", PayInFixture.secret(f.payIns.challengeURL(for: created)!))]
-        {
+        for (kind, client, secret) in [
+            ("p", "shop", "wrong"), ("v", "shop", PayInFixture.secret(f.payIns.challengeURL(for: created)!)),
+            ("p", "other", PayInFixture.secret(f.payIns.challengeURL(for: created)!)),
+        ] {
             let error = await PaymentsError.from {
-                try await f.payIns.answerChallenge(kind: kind, clientId: client, id: created.id, secret: secret, code: "123456")
+                try await f.payIns.answerChallenge(
+                    kind: kind, clientId: client, id: created.id, secret: secret, code: "123456")
             }
             #expect(error?.code == .notFound)
         }
-        #expect(await PaymentsError.from { try await f.payIns.get(clientId: "other", id: created.id) }?.code == .notFound)
+        #expect(
+            await PaymentsError.from { try await f.payIns.get(clientId: "other", id: created.id) }?.code == .notFound)
         #expect(try await f.payIns.get(clientId: "shop", id: created.id).status == "CREATED")
     }
 
@@ -168,7 +186,8 @@ struct PayInFixture {
         #expect(try await f.payIns.expireDueChallenges() == 0)
         f.base.clock.advance(by: 1)
         // A new service over the same store: what a restarted daemon sees.
-        let restarted = PayInService(environment: f.base.services.environment, securityCodes: SecurityCodeHold(clock: f.base.clock))
+        let restarted = PayInService(
+            environment: f.base.services.environment, securityCodes: SecurityCodeHold(clock: f.base.clock))
         #expect(try await restarted.expireDueChallenges() == 1)
         let expired = try await restarted.get(clientId: "shop", id: created.id)
         #expect(expired.status == "FAILED")
@@ -176,7 +195,8 @@ struct PayInFixture {
         #expect(try await restarted.expireDueChallenges() == 0)
         // Answering after expiry cannot succeed.
         let (late, _) = try await restarted.answerChallenge(
-            kind: "p", clientId: "shop", id: created.id, secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!), code: "123456")
+            kind: "p", clientId: "shop", id: created.id,
+            secret: PayInFixture.secret(f.payIns.challengeURL(for: created)!), code: "123456")
         #expect(late.result?.code == "101304")
         #expect(try await f.balance() == 0)
     }
@@ -187,7 +207,9 @@ struct PayInFixture {
         let created = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
         // An entry whose transaction does not exist, sorted before the real one.
         try await f.base.store.commit([
-            .put(collection: "challenges-awaiting", id: "p:shop:payin_0", value: Array("0".utf8), condition: .unconditional)
+            .put(
+                collection: "challenges-awaiting", id: "p:shop:payin_0", value: Array("0".utf8),
+                condition: .unconditional)
         ])
         f.base.clock.advance(by: 600)
         #expect(try await f.payIns.expireDueChallenges() == 1)
@@ -204,7 +226,8 @@ struct PayInFixture {
             for index in 0..<12 {
                 group.addTask {
                     try await f.payIns.answerChallenge(
-                        kind: "p", clientId: "shop", id: created.id, secret: secret, code: index % 3 == 0 ? "123456" : "123456"
+                        kind: "p", clientId: "shop", id: created.id, secret: secret,
+                        code: index % 3 == 0 ? "123456" : "123456"
                     ).0.status
                 }
             }
@@ -217,9 +240,14 @@ struct PayInFixture {
     @Test func forceAndLargeAmountsAreChallenged() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card()
-        #expect(try await f.payIns.create(clientId: "shop", request: f.request(card: card, secureMode: "FORCE")).secureModeNeeded)
-        #expect(try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 5001)).secureModeNeeded)
-        #expect(try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 5000)).status == "SUCCEEDED")
+        #expect(
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card, secureMode: "FORCE"))
+                .secureModeNeeded)
+        #expect(
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 5001)).secureModeNeeded)
+        #expect(
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 5000)).status
+                == "SUCCEEDED")
     }
 
     @Test func manyCardsFromOneDeviceAreChallengedThenBlockedWithReasons() async throws {
@@ -230,7 +258,8 @@ struct PayInFixture {
             // Six different cards, all from the same device signals.
             let payload = "49701071" + String(1_000_000 + index).suffix(7)
             let (card, reference) = try await f.card(payload + String(Luhn.checkDigit(for: payload)!))
-            let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, reference: reference))
+            let payIn = try await f.payIns.create(
+                clientId: "shop", request: f.request(card: card, reference: reference))
             decisions.append(payIn.risk.decision.rawValue + ":" + payIn.status)
             lastReference = reference
         }
@@ -248,8 +277,12 @@ struct PayInFixture {
     @Test func aMissingOrUnknownProfilingReferenceIsNeverRejected() async throws {
         let f = try await PayInFixture()
         let (card, _) = try await f.card()
-        #expect(try await f.payIns.create(clientId: "shop", request: f.request(card: card, reference: nil)).status == "SUCCEEDED")
-        #expect(try await f.payIns.create(clientId: "shop", request: f.request(card: card, reference: "unknown-ref")).status == "SUCCEEDED")
+        #expect(
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card, reference: nil)).status
+                == "SUCCEEDED")
+        #expect(
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card, reference: "unknown-ref")).status
+                == "SUCCEEDED")
     }
 
     @Test func invalidRequestsNameEveryWrongField() async throws {
@@ -262,7 +295,10 @@ struct PayInFixture {
         request.statementDescriptor = "far too long descriptor"
         let error = await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: request) }
         #expect(error?.code == .invalidParameters)
-        #expect(Set(error?.fieldErrors.keys.map { $0 } ?? []) == ["BrowserInfo", "SecureMode", "SecureModeReturnURL", "StatementDescriptor"])
+        #expect(
+            Set(error?.fieldErrors.keys.map { $0 } ?? []) == [
+                "BrowserInfo", "SecureMode", "SecureModeReturnURL", "StatementDescriptor",
+            ])
 
         var currency = f.request(card: card, amount: 100, fees: 200)
         currency.debitedFunds = Funds(currency: "USD", amount: 100)
@@ -272,17 +308,23 @@ struct PayInFixture {
 
         var unknown = f.request(card: card)
         unknown.creditedWalletId = "wlt_nope"
-        #expect(await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: unknown) }?.fieldErrors.keys.first == "CreditedWalletId")
+        #expect(
+            await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: unknown) }?.fieldErrors.keys
+                .first == "CreditedWalletId")
 
         _ = try await f.base.services.cards.update(clientId: "shop", id: card.id, active: false)
-        let inactive = await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: f.request(card: card)) }
+        let inactive = await PaymentsError.from {
+            try await f.payIns.create(clientId: "shop", request: f.request(card: card))
+        }
         #expect(inactive?.fieldErrors["CardId"] == "The card is not active.")
 
         let stranger = try await f.base.payer(email: "jane@example.com")
         let (card2, _) = try await f.card()
         var notTheirs = f.request(card: card2)
         notTheirs.authorId = stranger.id
-        #expect(await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: notTheirs) }?.fieldErrors["CardId"] != nil)
+        #expect(
+            await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: notTheirs) }?.fieldErrors[
+                "CardId"] != nil)
         #expect(try await f.balance() == 0)
     }
 
@@ -298,13 +340,20 @@ struct PayInFixture {
         #expect(validation.id.hasPrefix("val_"))
         #expect(try await f.balance() == 0)
         #expect(try await f.payIns.get(clientId: "shop", id: validation.id, purpose: .cardValidation) == validation)
-        #expect(await PaymentsError.from { try await f.payIns.get(clientId: "shop", id: validation.id) }?.code == .notFound)
+        #expect(
+            await PaymentsError.from { try await f.payIns.get(clientId: "shop", id: validation.id) }?.code == .notFound)
     }
 
     @Test func returnURLKeepsQueryAndFragment() {
-        #expect(PayInService.returnURL("https://a.example/r", transactionId: "p1") == "https://a.example/r?transactionId=p1")
-        #expect(PayInService.returnURL("https://a.example/#/page", transactionId: "p1") == "https://a.example/?transactionId=p1#/page")
-        #expect(PayInService.returnURL("https://a.example/r?x=1&", transactionId: "p1") == "https://a.example/r?x=1&transactionId=p1")
+        #expect(
+            PayInService.returnURL("https://a.example/r", transactionId: "p1") == "https://a.example/r?transactionId=p1"
+        )
+        #expect(
+            PayInService.returnURL("https://a.example/#/page", transactionId: "p1")
+                == "https://a.example/?transactionId=p1#/page")
+        #expect(
+            PayInService.returnURL("https://a.example/r?x=1&", transactionId: "p1")
+                == "https://a.example/r?x=1&transactionId=p1")
     }
 }
 
@@ -314,11 +363,14 @@ struct PayInFixture {
         let (card, _) = try await f.card()
         let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 1000, fees: 0))
         let partial = try await f.payIns.refund(
-            clientId: "shop", payInId: payIn.id, request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 300)))
+            clientId: "shop", payInId: payIn.id,
+            request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 300)))
         #expect(partial.status == "SUCCEEDED")
         #expect(try await f.balance() == 700)
         let over = await PaymentsError.from {
-            try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 701)))
+            try await f.payIns.refund(
+                clientId: "shop", payInId: payIn.id,
+                request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 701)))
         }
         #expect(over?.fieldErrors["DebitedFunds.Amount"] != nil)
         let rest = try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest())
@@ -326,7 +378,10 @@ struct PayInFixture {
         #expect(try await f.balance() == 0)
         #expect(try await f.payIns.refunds(clientId: "shop", payInId: payIn.id, page: PageRequest()).items.count == 2)
         #expect(try await f.payIns.refund(clientId: "shop", id: partial.id) == partial)
-        #expect(await PaymentsError.from { try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest()) } != nil)
+        #expect(
+            await PaymentsError.from {
+                try await f.payIns.refund(clientId: "shop", payInId: payIn.id, request: RefundRequest())
+            } != nil)
     }
 
     @Test func refundFeesAreKeptWhenPositiveAndGivenBackAtMostOnceWhenNegative() async throws {
@@ -363,7 +418,8 @@ struct PayInFixture {
         let negative = await PaymentsError.from {
             try await f.payIns.refund(
                 clientId: "shop", payInId: other.id,
-                request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 5), fees: Funds(currency: "EUR", amount: 6)))
+                request: RefundRequest(
+                    debitedFunds: Funds(currency: "EUR", amount: 5), fees: Funds(currency: "EUR", amount: 6)))
         }
         #expect(negative?.fieldErrors["Fees.Amount"] != nil)
     }
@@ -373,7 +429,8 @@ struct PayInFixture {
         let (card, _) = try await f.card()
         let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 1000, fees: 100))
         for (debited, fees, field) in [
-            (Int64(15), Int64.min, "Fees.Amount"), (15, Int64.max, "Fees.Amount"), (Int64.min, 0, "DebitedFunds.Amount"),
+            (Int64(15), Int64.min, "Fees.Amount"), (15, Int64.max, "Fees.Amount"),
+            (Int64.min, 0, "DebitedFunds.Amount"),
             (Int64.max, 0, "DebitedFunds.Amount"), (Funds.maximumAmount + 1, 0, "DebitedFunds.Amount"),
             (15, -Funds.maximumAmount - 1, "Fees.Amount"),
         ] {
@@ -381,7 +438,8 @@ struct PayInFixture {
                 try await f.payIns.refund(
                     clientId: "shop", payInId: payIn.id,
                     request: RefundRequest(
-                        debitedFunds: Funds(currency: "EUR", amount: debited), fees: Funds(currency: "EUR", amount: fees)))
+                        debitedFunds: Funds(currency: "EUR", amount: debited),
+                        fees: Funds(currency: "EUR", amount: fees)))
             }
             #expect(error?.fieldErrors[field] != nil, "\(debited) \(fees)")
         }
@@ -399,7 +457,10 @@ struct PayInFixture {
         let f = try await PayInFixture()
         let (card, _) = try await f.card(PayInFixture.challenged)
         let pending = try await f.payIns.create(clientId: "shop", request: f.request(card: card))
-        #expect(await PaymentsError.from { try await f.payIns.refund(clientId: "shop", payInId: pending.id, request: RefundRequest()) }?.code == .invalidParameters)
+        #expect(
+            await PaymentsError.from {
+                try await f.payIns.refund(clientId: "shop", payInId: pending.id, request: RefundRequest())
+            }?.code == .invalidParameters)
     }
 
     @Test func moneyIsConservedOverARandomisedRun() async throws {
@@ -416,12 +477,14 @@ struct PayInFixture {
                 guard left > 0 else { continue }
                 let amount = Int64.random(in: 1...left, using: &generator)
                 let refund = try await f.payIns.refund(
-                    clientId: "shop", payInId: target.id, request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: amount)))
+                    clientId: "shop", payInId: target.id,
+                    request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: amount)))
                 if refund.status == "SUCCEEDED" { expected -= amount }
             } else {
                 let amount = Int64.random(in: 1...5000, using: &generator)
                 let fees = Int64.random(in: 0...amount, using: &generator)
-                let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: amount, fees: fees))
+                let payIn = try await f.payIns.create(
+                    clientId: "shop", request: f.request(card: card, amount: amount, fees: fees))
                 if payIn.status == "SUCCEEDED" {
                     succeeded.append(payIn)
                     expected += amount - fees

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Payments
 
 /// Every state × event pair of the 3-D Secure state machine, with the expected next state and
@@ -94,16 +95,20 @@ import Testing
 
     @Test func cardValidationNeverCreditsAWallet() throws {
         var machine = Machine(purpose: .cardValidation)
-        #expect(try machine.handle(.authorize(.frictionless)) == .transitioned([.persist, .markCard(valid: true), .wipeSecurityCode]))
+        #expect(
+            try machine.handle(.authorize(.frictionless))
+                == .transitioned([.persist, .markCard(valid: true), .wipeSecurityCode]))
     }
 
     @Test func replayedCompletionsGiveOneTransitionAndTheSameAnswer() throws {
         var machine = Machine(purpose: .payIn)
         _ = try machine.handle(.authorize(.challenge(expiresAt: Self.deadline)))
         var transitions = 0
-        for event in [Event.challengeCompleted(passed: true, at: Self.before), .challengeCompleted(passed: false, at: Self.before),
-            .challengeCancelled(at: Self.before), .expire(now: Self.after)]
-        {
+        for event in [
+            Event.challengeCompleted(passed: true, at: Self.before),
+            .challengeCompleted(passed: false, at: Self.before),
+            .challengeCancelled(at: Self.before), .expire(now: Self.after),
+        ] {
             if case .transitioned = try machine.handle(event) { transitions += 1 }
             #expect(machine.state == .succeeded)
             #expect(machine.state.result == .success)

@@ -3,6 +3,7 @@ import Foundation
 import VaultCore
 import VaultCrypto
 import VaultStore
+
 @testable import Payments
 
 /// A merchant API over an in-memory store and a manual clock, with helpers for the common set-up steps.
@@ -45,12 +46,15 @@ struct PaymentsFixture {
             cardExpirationDate: expiry, cardCvx: cvx)
     }
 
-    func tokenize(_ registration: CardRegistration, _ form: TokenizationForm, ip: String = "192.0.2.1") async throws
+    func tokenize(
+        _ registration: CardRegistration, _ form: TokenizationForm, ip: String = "192.0.2.1"
+    ) async throws
         -> TokenizationResult
     {
         try await services.cardRegistrations.tokenize(
             clientId: registration.clientId, id: registration.id, form: form,
-            signals: DeviceSignals(ipAddress: ip, userAgent: "UA/1", acceptLanguage: "fr-FR", device: ["screenWidth": "1024"]))
+            signals: DeviceSignals(
+                ipAddress: ip, userAgent: "UA/1", acceptLanguage: "fr-FR", device: ["screenWidth": "1024"]))
     }
 
     /// Registers a card end to end and returns it.

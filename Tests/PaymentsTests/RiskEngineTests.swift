@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Payments
 
 @Suite struct RiskEngineTests {
@@ -77,9 +78,12 @@ import Testing
     let sandbox = SandboxBehaviour()
     let deadline = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func decide(_ mode: SecureMode, _ amount: Int64, _ risk: RiskDecision, _ alias: String) -> PayInStateMachine.Authorization {
+    func decide(
+        _ mode: SecureMode, _ amount: Int64, _ risk: RiskDecision, _ alias: String
+    ) -> PayInStateMachine.Authorization {
         AuthorizationPolicy.decide(
-            secureMode: mode, amount: amount, risk: risk, cardAlias: alias, sandbox: sandbox, challengeDeadline: deadline)
+            secureMode: mode, amount: amount, risk: risk, cardAlias: alias, sandbox: sandbox,
+            challengeDeadline: deadline)
     }
 
     @Test func mangopaySandboxCardsFollowTheirDocumentedFlows() {
@@ -114,7 +118,8 @@ import Testing
     }
 
     @Test func sandboxTableRoundTripsThroughJSON() throws {
-        let json = #"{"maxFrictionlessAmount":2500,"challengeCode":"424242","challengeWindowSeconds":300,"cards":{"497010XXXXXX1119":{"flow":"challenge"}}}"#
+        let json =
+            #"{"maxFrictionlessAmount":2500,"challengeCode":"424242","challengeWindowSeconds":300,"cards":{"497010XXXXXX1119":{"flow":"challenge"}}}"#
         let table = try JSONDecoder().decode(SandboxBehaviour.self, from: Data(json.utf8))
         #expect(table.maxFrictionlessAmount == 2500)
         #expect(table.cards["497010XXXXXX1119"] == .init(flow: .challenge))

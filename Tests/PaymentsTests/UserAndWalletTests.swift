@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+
 @testable import Payments
 
 @Suite struct UserAndWalletTests {
@@ -54,7 +55,8 @@ import VaultCore
         fields.nationality = "FR"
         fields.countryOfResidence = "FR"
         fields.termsAndConditionsAccepted = true
-        let owner = try await fixture.services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+        let owner = try await fixture.services.users.create(
+            clientId: "shop", type: .natural, sca: false, fields: fields)
         #expect(owner.termsAndConditionsAcceptedDate == Int64(fixture.clock.now.timeIntervalSince1970))
         fields.birthday = Int64(fixture.clock.now.timeIntervalSince1970) + 86_400
         let future = await PaymentsError.from {
@@ -115,7 +117,8 @@ import VaultCore
         let user = try await fixture.payer()
         var changes = UserFields()
         changes.firstName = "Johnny"
-        let updated = try await fixture.services.users.update(clientId: "shop", id: user.id, type: .natural, changes: changes)
+        let updated = try await fixture.services.users.update(
+            clientId: "shop", id: user.id, type: .natural, changes: changes)
         #expect(updated.fields.firstName == "Johnny")
         #expect(updated.fields.lastName == "Doe")
         #expect(updated.creationDate == user.creationDate)
@@ -160,7 +163,8 @@ import VaultCore
                 clientId: "other", owners: [user.id], description: "W", currency: "EUR", tag: nil)
         }
         #expect(unknownOwner?.fieldErrors["Owners"] != nil)
-        let updated = try await fixture.services.wallets.update(clientId: "shop", id: wallet.id, description: "New", tag: nil)
+        let updated = try await fixture.services.wallets.update(
+            clientId: "shop", id: wallet.id, description: "New", tag: nil)
         #expect(updated.description == "New" && updated.tag == "t" && updated.currency == "EUR")
     }
 
@@ -182,7 +186,8 @@ import VaultCore
             clientId: "shop", userId: user.id, page: PageRequest(page: 3, perPage: 2))
         #expect(last.items.map(\.id) == [created[4]])
         let newest = try await fixture.services.wallets.list(
-            clientId: "shop", userId: user.id, page: try PageRequest(page: nil, perPage: "10", sort: "CreationDate:DESC"))
+            clientId: "shop", userId: user.id,
+            page: try PageRequest(page: nil, perPage: "10", sort: "CreationDate:DESC"))
         #expect(newest.items.map(\.id) == created.reversed())
         let beyond = try await fixture.services.wallets.list(
             clientId: "shop", userId: user.id, page: PageRequest(page: 9, perPage: 2))
@@ -194,10 +199,12 @@ import VaultCore
     }
 
     @Test func pageParametersAreChecked() throws {
-        #expect(try PageRequest(page: "2", perPage: "100", sort: "creationdate:asc") == PageRequest(page: 2, perPage: 100))
-        for (page, perPage, sort) in [("0", nil, nil), ("x", nil, nil), (nil, "101", nil), (nil, "0", nil),
-            (nil, nil, "Name:ASC"), (nil, nil, "CreationDate")] as [(String?, String?, String?)]
-        {
+        #expect(
+            try PageRequest(page: "2", perPage: "100", sort: "creationdate:asc") == PageRequest(page: 2, perPage: 100))
+        for (page, perPage, sort) in [
+            ("0", nil, nil), ("x", nil, nil), (nil, "101", nil), (nil, "0", nil),
+            (nil, nil, "Name:ASC"), (nil, nil, "CreationDate"),
+        ] as [(String?, String?, String?)] {
             #expect(throws: PaymentsError.self) { try PageRequest(page: page, perPage: perPage, sort: sort) }
         }
     }

@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 
+@testable import VaultCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-
-@testable import VaultCore
 
 @Suite struct BufferedJSONLineLogHandlerTests {
     /// A pipe whose read end is non-blocking, to see what has been written so far.
@@ -53,7 +53,8 @@ import Glibc
 
     @Test func warningsAndFullBatchesAreWrittenAtOnce() {
         let pipe = Pipe2()
-        let handler = BufferedJSONLineLogHandler(fileDescriptor: pipe.write, capacity: 4096, flushInterval: .seconds(3600))
+        let handler = BufferedJSONLineLogHandler(
+            fileDescriptor: pipe.write, capacity: 4096, flushInterval: .seconds(3600))
         let logger = Logger(handler: handler)
         logger.info("quiet")
         logger.warning("loud")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VaultCore
 
 struct FakePAN: LogRedactable {
@@ -36,7 +37,8 @@ struct FakePAN: LogRedactable {
     #expect(!dumped.contains("4970107111111119"))
 
     let handler = MemoryLogHandler()
-    Logger(handler: handler).info("card", ["pan": .masked(FakePAN(digits: "4970107111111119")), "key": .masked(secret)])
+    Logger(handler: handler).info(
+        "card", ["pan": .masked(FakePAN(digits: "4970107111111119")), "key": .masked(secret)])
     let line = handler.renderedLines.joined()
     #expect(!line.contains("4970107111111119"))
     #expect(line.contains("497010XXXXXX1119"))

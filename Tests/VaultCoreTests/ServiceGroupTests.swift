@@ -52,7 +52,9 @@ private struct ProbeFailure: Error, Equatable {}
     @Test func aFailingServiceStopsTheOthersAndItsErrorIsRethrown() async throws {
         let events = Locked<[String]>([])
         let group = ServiceGroup(
-            services: [ProbeService("steady", events: events), ProbeService("bad", events: events, failure: ProbeFailure())],
+            services: [
+                ProbeService("steady", events: events), ProbeService("bad", events: events, failure: ProbeFailure()),
+            ],
             logger: logger)
         await #expect(throws: ProbeFailure.self) { try await group.run() }
         #expect(events.withLock { $0.contains("steady stopped") })
@@ -61,7 +63,9 @@ private struct ProbeFailure: Error, Equatable {}
     @Test func aServiceThatReturnsByItselfStopsTheGroup() async throws {
         let events = Locked<[String]>([])
         let group = ServiceGroup(
-            services: [ProbeService("steady", events: events), ProbeService("brief", events: events, returnsAtOnce: true)],
+            services: [
+                ProbeService("steady", events: events), ProbeService("brief", events: events, returnsAtOnce: true),
+            ],
             logger: logger)
         try await group.run()
         #expect(events.withLock { $0.contains("steady stopped") })

@@ -10,7 +10,8 @@ import VaultCore
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let expected = calendar.dateComponents(
-            [.year, .month, .day, .weekday, .hour, .minute, .second], from: Date(timeIntervalSince1970: Double(seconds)))
+            [.year, .month, .day, .weekday, .hour, .minute, .second], from: Date(timeIntervalSince1970: Double(seconds))
+        )
         let parts = UTCDateParts(unixSeconds: seconds)
         #expect(parts.year == expected.year && parts.month == expected.month && parts.day == expected.day)
         #expect(parts.weekday == expected.weekday! - 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VaultCrypto
 
 struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
@@ -27,7 +28,8 @@ struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
                 try aad.withUnsafeBytes { aadBytes in
                     try ciphertext.withUnsafeMutableBytes { out in
                         try tag.withUnsafeMutableBytes { tagOut in
-                            try AESGCM.sealDetached(plain, key: key, nonce: nonce, aad: aadBytes, ciphertext: out, tag: tagOut)
+                            try AESGCM.sealDetached(
+                                plain, key: key, nonce: nonce, aad: aadBytes, ciphertext: out, tag: tagOut)
                         }
                     }
                 }
@@ -99,7 +101,8 @@ struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
                 try output.withUnsafeMutableBytes { out in
                     try AESGCM.openDetached(
                         UnsafeRawBufferPointer(rebasing: whole[12..<76]), key: key,
-                        nonce: UnsafeRawBufferPointer(rebasing: whole[0..<12]), aad: UnsafeRawBufferPointer(start: nil, count: 0),
+                        nonce: UnsafeRawBufferPointer(rebasing: whole[0..<12]),
+                        aad: UnsafeRawBufferPointer(start: nil, count: 0),
                         tag: UnsafeRawBufferPointer(rebasing: whole[76...]), plaintext: out)
                 }
             }
@@ -137,12 +140,19 @@ struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
                     for round in 0..<200 {
                         let message = Array("task \(task) round \(round)".utf8)
                         let box = try AESGCM.seal(message, using: key, authenticating: [UInt8(task)])
-                        #expect(try AESGCM.open(box, using: key, authenticating: [UInt8(task)]).withUnsafeBytes { Array($0) } == message)
+                        #expect(
+                            try AESGCM.open(box, using: key, authenticating: [UInt8(task)]).withUnsafeBytes {
+                                Array($0)
+                            } == message)
                         var tampered = box
                         tampered[tampered.count - 1] ^= 1
-                        #expect(throws: CryptoError.self) { try AESGCM.open(tampered, using: key, authenticating: [UInt8(task)]) }
-                        #expect(HMACSHA256.authenticationCode(for: message, using: macKey)
-                            == HMACSHA256.authenticationCode(for: message, using: SymmetricKey(copying: macKey.withUnsafeBytes { Array($0) })))
+                        #expect(throws: CryptoError.self) {
+                            try AESGCM.open(tampered, using: key, authenticating: [UInt8(task)])
+                        }
+                        #expect(
+                            HMACSHA256.authenticationCode(for: message, using: macKey)
+                                == HMACSHA256.authenticationCode(
+                                    for: message, using: SymmetricKey(copying: macKey.withUnsafeBytes { Array($0) })))
                     }
                 }
             }
@@ -160,7 +170,8 @@ struct GCMVector: Decodable, CustomTestStringConvertible, Sendable {
                 try [UInt8](hex: vector.aad).withUnsafeBytes { aad in
                     try ciphertext.withUnsafeMutableBytes { out in
                         try tag.withUnsafeMutableBytes { t in
-                            try AESGCM.sealDetached(plain, key: vectorKey, nonce: nonce, aad: aad, ciphertext: out, tag: t)
+                            try AESGCM.sealDetached(
+                                plain, key: vectorKey, nonce: nonce, aad: aad, ciphertext: out, tag: t)
                         }
                     }
                 }

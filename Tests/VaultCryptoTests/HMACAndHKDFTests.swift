@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VaultCrypto
 
 struct HMACVector: Decodable, Sendable, CustomTestStringConvertible {

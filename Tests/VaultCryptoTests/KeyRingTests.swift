@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
+
 @testable import VaultCrypto
 
 #if canImport(Glibc)
@@ -73,8 +74,12 @@ import Glibc
         let again = try reopened.fingerprintKeys.fingerprintKey(forClient: "client-a")
         let other = try reopened.fingerprintKeys.fingerprintKey(forClient: "client-b")
         let message = Array("4970101122334455".utf8)
-        #expect(HMACSHA256.authenticationCode(for: message, using: fingerprint) == HMACSHA256.authenticationCode(for: message, using: again))
-        #expect(HMACSHA256.authenticationCode(for: message, using: other) != HMACSHA256.authenticationCode(for: message, using: again))
+        #expect(
+            HMACSHA256.authenticationCode(for: message, using: fingerprint)
+                == HMACSHA256.authenticationCode(for: message, using: again))
+        #expect(
+            HMACSHA256.authenticationCode(for: message, using: other)
+                != HMACSHA256.authenticationCode(for: message, using: again))
     }
 
     @Test func theKeyringFileHoldsNoKeyInTheClear() throws {

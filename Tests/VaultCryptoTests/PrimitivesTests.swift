@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VaultCore
+
 @testable import VaultCrypto
 
 @Suite struct PrimitivesTests {
@@ -56,7 +58,8 @@ import Testing
         let a2 = HMACSHA256.authenticationCode(for: pan, using: try keys.fingerprintKey(forClient: "client-a"))
         let b = HMACSHA256.authenticationCode(for: pan, using: try keys.fingerprintKey(forClient: "client-b"))
         let aOtherSecret = HMACSHA256.authenticationCode(
-            for: pan, using: try DerivedFingerprintKeys(secret: SymmetricKey.random()).fingerprintKey(forClient: "client-a"))
+            for: pan,
+            using: try DerivedFingerprintKeys(secret: SymmetricKey.random()).fingerprintKey(forClient: "client-a"))
         #expect(a1 == a2)
         #expect(a1 != b)
         #expect(a1 != aOtherSecret)

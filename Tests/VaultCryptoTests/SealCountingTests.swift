@@ -6,7 +6,7 @@ import VaultCore
 @testable import VaultCrypto
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Seal counting and automatic rotation of the keyring (``KeyRing/reserveSeals(_:)``).

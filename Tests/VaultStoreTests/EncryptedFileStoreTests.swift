@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import VaultCore
 import VaultCrypto
+
 @testable import VaultStore
 
 #if canImport(Glibc)
@@ -47,7 +48,9 @@ import Glibc
     }
 
     private func expectContents(_ store: EncryptedFileStore) async throws {
-        #expect(try await store.get("cards", id: "card-0") == Record(collection: "cards", id: "card-0", version: 1, value: value("card-0")))
+        #expect(
+            try await store.get("cards", id: "card-0")
+                == Record(collection: "cards", id: "card-0", version: 1, value: value("card-0")))
         #expect(try await store.get("cards", id: "card-7")?.version == 2)
         #expect(try await store.get("cards", id: "card-7")?.value == value("card-7", 2))
         #expect(try await store.get("cards", id: "card-8") == nil)
@@ -349,7 +352,9 @@ import Glibc
         for withCheckpoint in [true, false] {
             if !withCheckpoint { try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint") }
             let reopened = try sandbox.open(testOptions(segmentBytes: 32 << 10))
-            #expect(try await reopened.scanAll("a") == [Record(collection: "a", id: "new", version: 1, value: [7])] + expected)
+            #expect(
+                try await reopened.scanAll("a") == [Record(collection: "a", id: "new", version: 1, value: [7])]
+                    + expected)
             #expect(try await reopened.get("a", id: "r10") == nil)
             #expect(try await reopened.verify().failures.isEmpty)
             reopened.close()
@@ -394,7 +399,9 @@ import Glibc
         for (index, pan) in pans.enumerated() {
             let json = "{\"pan\":\"\(pan)\",\"expiry\":\"1229\"}"
             try await store.put("cards", id: "card-\(index)", value: Array(json.utf8))
-            try await store.put("cards-utf16", id: "card-\(index)", value: pan.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), 0] })
+            try await store.put(
+                "cards-utf16", id: "card-\(index)",
+                value: pan.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), 0] })
         }
         try store.rotateDataKey()
         _ = try await store.rewrap()

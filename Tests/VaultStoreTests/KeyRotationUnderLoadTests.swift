@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VaultCrypto
+
 @testable import VaultStore
 
 @Suite struct KeyRotationUnderLoadTests {
@@ -24,11 +25,14 @@ import VaultCrypto
                             try await store.put("cards", id: id, value: Array(id.utf8), condition: .absent)
                             let seed = "seed-\((index * 7 + writer) % 500)"
                             let read = try await store.get("cards", id: seed)
-                            if read?.value != Array("seed \(seed.dropFirst(5))".utf8) { failures.update { $0.append("bad read \(seed)") } }
+                            if read?.value != Array("seed \(seed.dropFirst(5))".utf8) {
+                                failures.update { $0.append("bad read \(seed)") }
+                            }
                             if index % 5 == 0 {
                                 // Updates of records rewrap is moving at the same time.
                                 let current = try await store.get("cards", id: seed)!
-                                try await store.put("cards", id: seed, value: current.value, condition: .version(current.version))
+                                try await store.put(
+                                    "cards", id: seed, value: current.value, condition: .version(current.version))
                             }
                             operations.update { $0 += 1 }
                         } catch let error as StoreError where error.code == .conflict {

@@ -1,5 +1,6 @@
 import Testing
 import VaultCrypto
+
 @testable import VaultStore
 
 /// The frame and AAD layouts are an on-disk format: stores written by earlier builds must keep
@@ -48,7 +49,8 @@ import VaultCrypto
         #expect(header.kind == .put && header.keyVersion == 3 && header.recordVersion == 9)
         let aad = withBytes("cards") { collection in
             withBytes("c_1") { id in
-                RecordFrame.authenticatedData(kind: .put, collection: collection, id: id, keyVersion: 3, recordVersion: 9)
+                RecordFrame.authenticatedData(
+                    kind: .put, collection: collection, id: id, keyVersion: 3, recordVersion: 9)
             }
         }
         let opened = try AESGCM.open(Array(frame[header.sealedRange]), using: key, authenticating: aad)
@@ -56,10 +58,13 @@ import VaultCrypto
         // The same bytes under another record version do not open.
         let otherAAD = withBytes("cards") { collection in
             withBytes("c_1") { id in
-                RecordFrame.authenticatedData(kind: .put, collection: collection, id: id, keyVersion: 3, recordVersion: 10)
+                RecordFrame.authenticatedData(
+                    kind: .put, collection: collection, id: id, keyVersion: 3, recordVersion: 10)
             }
         }
-        #expect(throws: (any Error).self) { try AESGCM.open(Array(frame[header.sealedRange]), using: key, authenticating: otherAAD) }
+        #expect(throws: (any Error).self) {
+            try AESGCM.open(Array(frame[header.sealedRange]), using: key, authenticating: otherAAD)
+        }
     }
 
     /// Same cause as the fuzz-index-checkpoint finding: a frame whose CRCs hold but whose id is not UTF-8 was

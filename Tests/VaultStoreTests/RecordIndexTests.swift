@@ -1,4 +1,5 @@
 import Testing
+
 @testable import VaultStore
 
 @Suite struct RecordIndexTests {
@@ -73,7 +74,8 @@ import Testing
         // The largest name that decodes still writes back.
         var long = RecordIndex()
         long.upsert("cards", String(repeating: "é", count: 127), location(2))
-        let again = try #require(IndexCheckpoint.decode(IndexCheckpoint.encode(long, position: .init(segment: 1, offset: 16))))
+        let again = try #require(
+            IndexCheckpoint.decode(IndexCheckpoint.encode(long, position: .init(segment: 1, offset: 16))))
         #expect(IndexCheckpoint.encode(again.0, position: again.1).count > 0)
     }
 

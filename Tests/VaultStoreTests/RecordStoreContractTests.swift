@@ -19,7 +19,9 @@ import VaultStore
         let store = try await factory.make()
         let version = try await store.put("cards", id: "c1", value: [1, 2, 3], condition: .absent)
         #expect(version == 1)
-        #expect(try await store.get("cards", id: "c1") == Record(collection: "cards", id: "c1", version: 1, value: [1, 2, 3]))
+        #expect(
+            try await store.get("cards", id: "c1")
+                == Record(collection: "cards", id: "c1", version: 1, value: [1, 2, 3]))
         #expect(try await store.get("cards", id: "c2") == nil)
         #expect(try await store.get("users", id: "c1") == nil)
     }
@@ -95,7 +97,9 @@ import VaultStore
     @Test(arguments: stores)
     func invalidNamesAreRefused(_ factory: StoreFactory) async throws {
         let store = try await factory.make()
-        for (collection, id) in [("", "x"), ("cards", ""), ("cards", "a/b"), ("cards", String(repeating: "x", count: 201))] {
+        for (collection, id) in [
+            ("", "x"), ("cards", ""), ("cards", "a/b"), ("cards", String(repeating: "x", count: 201)),
+        ] {
             await #expect(throws: StoreError(.invalidArgument, "")) {
                 try await store.put(collection, id: id, value: [1])
             }

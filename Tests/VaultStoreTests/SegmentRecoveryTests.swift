@@ -1,13 +1,14 @@
-import VaultCore
 import Foundation
 import Synchronization
 import Testing
+import VaultCore
 import VaultCrypto
+
+@testable import VaultStore
 
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import VaultStore
 
 /// Recovery with preallocated segment space, and damage that cuts a multi-write batch.
 @Suite struct SegmentRecoveryTests {
@@ -134,7 +135,9 @@ import Glibc
         let (damaged, frames) = store.withState { state in
             (
                 state.index[state.index.find("a", "x1")!].location,
-                ["before", "x1", "x2", "after0", "after1", "after2"].map { state.index[state.index.find("a", $0)!].location }
+                ["before", "x1", "x2", "after0", "after1", "after2"].map {
+                    state.index[state.index.find("a", $0)!].location
+                }
             )
         }
         store.close()

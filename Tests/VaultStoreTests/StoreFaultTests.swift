@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VaultCore
+
 @testable import VaultStore
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import VaultCore
 import VaultCrypto
+
 @testable import VaultStore
 
 #if canImport(Glibc)
@@ -46,7 +47,8 @@ final class StoreSandbox: Sendable {
 
 /// Small options for tests: tiny segments, no automatic compaction unless asked.
 func testOptions(
-    segmentBytes: Int = 64 << 10, checkpointBytes: Int = 1 << 30, fileSystem: any StorageFileSystem = SystemFileSystem(),
+    segmentBytes: Int = 64 << 10, checkpointBytes: Int = 1 << 30,
+    fileSystem: any StorageFileSystem = SystemFileSystem(),
     clock: any WallClock = SystemClock(), retry: TimeInterval = 0, logger: Logger = .disabled
 ) -> FileStoreOptions {
     FileStoreOptions(

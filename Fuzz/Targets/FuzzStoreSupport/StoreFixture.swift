@@ -2,6 +2,7 @@ import Foundation
 import FuzzSupport
 import VaultCore
 import VaultCrypto
+
 @testable import VaultStore
 
 /// The throwaway keys of the disk-byte fuzz targets and the writer of their seed corpora.
@@ -37,7 +38,8 @@ enum StoreFixture {
     static func keysDirectory() -> String {
         let keys = scratch("keys")
         let path = keys + "/" + KeyRing.masterKeyFileName
-        _ = FileManager.default.createFile(atPath: path, contents: Data(masterKey), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data(masterKey), attributes: [.posixPermissions: 0o600])
         return keys
     }
 
@@ -53,7 +55,9 @@ enum StoreFixture {
     }
 
     /// Opens the sealed value of a frame the way the store's read path does (AAD from kind, names and versions).
-    static func openValue(_ frame: UnsafeRawBufferPointer, _ header: RecordFrame.Header, keyRing: KeyRing)
+    static func openValue(
+        _ frame: UnsafeRawBufferPointer, _ header: RecordFrame.Header, keyRing: KeyRing
+    )
         -> [UInt8]?
     {
         guard header.kind == .put, let key = keyRing.key(version: header.keyVersion) else { return nil }
@@ -74,14 +78,16 @@ enum StoreFixture {
     static func repairChecksums(_ bytes: inout [UInt8], from start: Int) {
         var position = start
         while position + RecordFrame.fixedHeaderSize <= bytes.count {
-            let length = Int(bytes[position]) | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2]) << 16
+            let length =
+                Int(bytes[position]) | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2]) << 16
                 | Int(bytes[position + 3]) << 24
             let namesEnd = RecordFrame.fixedHeaderSize + Int(bytes[position + 6]) + Int(bytes[position + 7])
             guard position + namesEnd <= bytes.count else { return }
             let fixed = CRC32C.checksum(Array(bytes[position..<position + 20]))
-            let namesCRC = Array(bytes[(position + RecordFrame.fixedHeaderSize)..<(position + namesEnd)]).withUnsafeBytes {
-                CRC32C.checksum($0, seed: fixed)
-            }
+            let namesCRC = Array(bytes[(position + RecordFrame.fixedHeaderSize)..<(position + namesEnd)])
+                .withUnsafeBytes {
+                    CRC32C.checksum($0, seed: fixed)
+                }
             store(namesCRC, in: &bytes, at: position + 20)
             guard length >= namesEnd + RecordFrame.trailerSize, position + length <= bytes.count else { return }
             let frameCRC = CRC32C.checksum(Array(bytes[position..<position + length - RecordFrame.trailerSize]))
@@ -112,18 +118,25 @@ enum StoreFixture {
         let keys = keysDirectory()
         let data = scratch("seed-data")
         let store = try EncryptedFileStore.open(
-            directory: data, keysDirectory: keys, options: FileStoreOptions(preallocationBytes: 0, automaticCompaction: false))
+            directory: data, keysDirectory: keys,
+            options: FileStoreOptions(preallocationBytes: 0, automaticCompaction: false))
         runBlocking {
             do {
-                try await store.put("cards", id: "card_1", value: Array(#"{"Alias":"497010XXXXXX1119","Currency":"EUR"}"#.utf8))
+                try await store.put(
+                    "cards", id: "card_1", value: Array(#"{"Alias":"497010XXXXXX1119","Currency":"EUR"}"#.utf8))
                 try await store.put("users", id: "user_1", value: Array(#"{"FirstName":"John","LastName":"Doe"}"#.utf8))
                 try await store.commit([
-                    .put(collection: "wallets", id: "wallet_1", value: Array(#"{"Balance":0}"#.utf8), condition: .unconditional),
-                    .put(collection: "payins", id: "payin_1", value: Array(#"{"Amount":1000}"#.utf8), condition: .unconditional),
+                    .put(
+                        collection: "wallets", id: "wallet_1", value: Array(#"{"Balance":0}"#.utf8),
+                        condition: .unconditional),
+                    .put(
+                        collection: "payins", id: "payin_1", value: Array(#"{"Amount":1000}"#.utf8),
+                        condition: .unconditional),
                     .delete(collection: "users", id: "user_x", condition: .unconditional),
                 ])
                 _ = try store.rotateDataKey()
-                try await store.put("cards", id: "card_1", value: Array(#"{"Alias":"497010XXXXXX1119","Active":false}"#.utf8))
+                try await store.put(
+                    "cards", id: "card_1", value: Array(#"{"Alias":"497010XXXXXX1119","Active":false}"#.utf8))
                 try await store.delete("payins", id: "payin_1")
                 try store.checkpoint()
                 try await store.put("users", id: "user_2", value: [])

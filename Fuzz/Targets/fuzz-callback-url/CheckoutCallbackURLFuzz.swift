@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import Checkout
 
 /// Callback URLs and registered callback prefixes (``CheckoutCallbackURL``, ``CheckoutCallbackPrefix``). The
@@ -17,8 +18,11 @@ enum CheckoutCallbackURLFuzz {
                 _ = try? CheckoutCallbackPrefix(parsing: first)
                 return
             }
-            FuzzCheck.require((try? CheckoutCallbackURL(parsing: url.description)) == url, "description does not round-trip")
-            if url.scheme == "http" { FuzzCheck.require(CheckoutCallbackURL.isLoopback(url.host), "http to a remote host") }
+            FuzzCheck.require(
+                (try? CheckoutCallbackURL(parsing: url.description)) == url, "description does not round-trip")
+            if url.scheme == "http" {
+                FuzzCheck.require(CheckoutCallbackURL.isLoopback(url.host), "http to a remote host")
+            }
             let appended = url.appending([("oauth_token", "a b&c"), ("checkoutId", "é/?#")])
             let parsedAppended = try? CheckoutCallbackURL(parsing: appended)
             FuzzCheck.require(parsedAppended != nil, "URL with appended items does not parse")

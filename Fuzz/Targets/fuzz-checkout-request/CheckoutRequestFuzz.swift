@@ -1,5 +1,6 @@
 import FuzzSupport
 import HTTPServer
+
 @testable import Checkout
 
 /// A checkout URL's query (`checkoutId=…&cartId=…&amount=…`) as the hosted checkout reads it: form decoding,

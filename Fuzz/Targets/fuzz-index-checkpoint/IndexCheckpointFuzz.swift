@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import FuzzStoreSupport
 @testable import VaultStore
 

@@ -1,5 +1,6 @@
 import Foundation
 import FuzzSupport
+
 @testable import FuzzStoreSupport
 @testable import VaultCrypto
 
@@ -20,7 +21,8 @@ enum KeyFileFuzz {
             guard let mode = input.first else { return }
             let bytes = Data(input.dropFirst())
             if mode & 1 != 0 {
-                _ = FileManager.default.createFile(atPath: masterCopy, contents: bytes, attributes: [.posixPermissions: 0o600])
+                _ = FileManager.default.createFile(
+                    atPath: masterCopy, contents: bytes, attributes: [.posixPermissions: 0o600])
                 if let secret = try? KeyFile.readSecret(masterCopy) {
                     FuzzCheck.require(secret.count == bytes.count, "read another size than the file's")
                 }

@@ -2,10 +2,11 @@ import Foundation
 import FuzzSupport
 import HTTPServer
 import Payments
-@testable import MangopayAPI
 import VaultCore
 import VaultCrypto
 import VaultStore
+
+@testable import MangopayAPI
 
 /// Whole requests through the Mangopay and pay-in routes, in process (router over an in-memory store): the
 /// request line, the headers (authentication, idempotency keys), the query (paging) and the JSON body as the
@@ -35,7 +36,8 @@ enum MangopayAPIFuzz {
             let response = runBlocking { await world.router.respond(to: request) }
             FuzzCheck.require(
                 response.status.code < 500,
-                "\(request.method.rawValue) \(request.path) answered \(response.status.code): \(response.bodyText.prefix(300))")
+                "\(request.method.rawValue) \(request.path) answered \(response.status.code): \(response.bodyText.prefix(300))"
+            )
             if (response.headers["Content-Type"] ?? "").contains("json"), !response.body.isEmpty {
                 FuzzCheck.require(
                     (try? MangopayJSON.parse(response.body)) != nil,
@@ -92,7 +94,8 @@ enum MangopayAPIFuzz {
         static func build() async -> World? {
             let environment = PaymentsEnvironment(
                 store: InMemoryRecordStore(), clock: ManualClock(), random: RandomPool.shared,
-                fingerprintKeys: DerivedFingerprintKeys(secret: SymmetricKey(copying: [UInt8](repeating: 7, count: 32))),
+                fingerprintKeys: DerivedFingerprintKeys(
+                    secret: SymmetricKey(copying: [UInt8](repeating: 7, count: 32))),
                 configuration: PaymentsConfiguration(
                     publicBaseURL: "http://127.0.0.1:9999", tokenizationsPerMinutePerAddress: 1_000_000))
             let services = MerchantServices(environment: environment)
@@ -102,7 +105,9 @@ enum MangopayAPIFuzz {
             guard let credentials = try? await services.clients.create(name: "shop") else { return nil }
             let client = credentials.clientId
             let basic = Data("\(client):\(credentials.apiKey)".utf8).base64EncodedString()
-            func send(_ method: String, _ target: String, _ body: String, _ headers: [String: String] = [:]) async
+            func send(
+                _ method: String, _ target: String, _ body: String, _ headers: [String: String] = [:]
+            ) async
                 -> MangopayJSON
             {
                 var fields = HTTPHeaders()
@@ -122,7 +127,8 @@ enum MangopayAPIFuzz {
                 await send(
                     "POST", api + "/users/natural",
                     #"{"FirstName":"John","LastName":"Doe","Email":"john@example.com","Birthday":188352000,"#
-                        + #""Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":true}"#, auth)["Id"])
+                        + #""Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":true}"#, auth)[
+                        "Id"])
             let legal = text(
                 await send(
                     "POST", api + "/users/legal",
@@ -132,8 +138,9 @@ enum MangopayAPIFuzz {
                         + #""LegalRepresentativeCountryOfResidence":"FR","CompanyNumber":"123456789"}"#, auth)["Id"])
             let wallet = text(
                 await send(
-                    "POST", api + "/wallets", #"{"Currency":"EUR","Description":"W","Owners":[""# + user + #""]}"#, auth)[
-                        "Id"])
+                    "POST", api + "/wallets", #"{"Currency":"EUR","Description":"W","Owners":[""# + user + #""]}"#, auth
+                )[
+                    "Id"])
             let registration = await send(
                 "POST", api + "/cardregistrations", #"{"Currency":"EUR","UserId":""# + user + #""}"#, auth)
             let url = text(registration["CardRegistrationURL"])

@@ -1,6 +1,7 @@
 import FuzzSupport
-@testable import Payments
+
 @testable import MangopayAPI
+@testable import Payments
 
 /// The JSON reader of request bodies (``MangopayJSON/parse(_:)``) and the field readers of the binding layer
 /// (``MangopayFields``) over whatever it parses. Properties: what parses renders back to text that parses to

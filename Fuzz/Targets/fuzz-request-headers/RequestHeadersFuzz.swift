@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import HTTPServer
 
 /// Header fields and the client's request id: ``HTTPHeaders`` (case-insensitive lookup, set/remove, the
@@ -36,7 +37,9 @@ enum RequestHeadersFuzz {
             let incoming = headers[RequestIDs.headerName]
             let accepted = ids.accept(incoming)
             if accepted == incoming { FuzzCheck.require(isSaneID(accepted), "accepted an unsafe request id") }
-            if let incoming, accepted != incoming { FuzzCheck.require(!RequestIDs.isAcceptable(incoming), "refused a good id") }
+            if let incoming, accepted != incoming {
+                FuzzCheck.require(!RequestIDs.isAcceptable(incoming), "refused a good id")
+            }
             var copy = headers
             if let first = headers.fields.first {
                 copy.set(first.name, "x")

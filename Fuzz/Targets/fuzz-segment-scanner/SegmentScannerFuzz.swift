@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import FuzzStoreSupport
 @testable import VaultStore
 
@@ -33,7 +34,8 @@ enum SegmentScannerFuzz {
                     }
                 }
                 FuzzCheck.require(result.end >= start && result.end <= raw.count, "good end outside the file")
-                FuzzCheck.require(result.tornBytes >= 0 && result.end + result.tornBytes <= raw.count, "torn tail outside")
+                FuzzCheck.require(
+                    result.tornBytes >= 0 && result.end + result.tornBytes <= raw.count, "torn tail outside")
                 FuzzCheck.require(lastEnd <= result.end, "an applied frame ends after the good end")
                 for range in result.damagedRanges {
                     FuzzCheck.require(range.lowerBound >= start && range.upperBound <= raw.count, "damage outside")

@@ -1,8 +1,9 @@
 import Foundation
 import FuzzSupport
-@testable import FuzzStoreSupport
 import VaultCore
 import VaultCrypto
+
+@testable import FuzzStoreSupport
 @testable import VaultStore
 
 /// A whole data directory as start-up finds it: ``EncryptedFileStore/open(directory:keysDirectory:options:)``
@@ -34,7 +35,9 @@ enum StoreRecoveryFuzz {
             try? files.createDirectory(atPath: data + "/segments", withIntermediateDirectories: true)
             try? files.copyItem(atPath: StoreFixture.keyRingFixture, toPath: data + "/" + KeyRing.keyRingFileName)
             _ = files.createFile(atPath: data + "/segments/00000001.seg", contents: Data(segment))
-            if mode & 4 == 0 { _ = files.createFile(atPath: data + "/" + IndexCheckpoint.fileName, contents: Data(checkpoint)) }
+            if mode & 4 == 0 {
+                _ = files.createFile(atPath: data + "/" + IndexCheckpoint.fileName, contents: Data(checkpoint))
+            }
             guard
                 let store = try? EncryptedFileStore.open(
                     directory: data, keysDirectory: keys,

@@ -1,4 +1,5 @@
 import FuzzSupport
+
 @testable import HTTPServer
 
 /// `application/x-www-form-urlencoded` bodies and query strings (``URLEncodedForm``), and the percent-decoding
