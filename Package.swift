@@ -36,6 +36,9 @@ let package = Package(
         // one Swift module only.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's variadic setopt/getinfo and its wiping allocation functions; OutboundHTTP only.
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(
             name: "CHTTPShims",
             dependencies: ["CMicroHTTPD"],
@@ -56,14 +59,17 @@ let package = Package(
         library("Payments", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("Checkout", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("HTTPServer", ["CMicroHTTPD", "CHTTPShims", "VaultCore"]),
-        library("MangopayAPI", ["Payments", "CardKit", "HTTPServer", "VaultCore"]),
+        // The outbound HTTPS client (libcurl) and the detokenize-and-forward domain over it.
+        library("OutboundHTTP", ["CCurl", "CCurlShims", "VaultCore"]),
+        library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        library("MangopayAPI", ["Payments", "Forward", "CardKit", "HTTPServer", "VaultCore"]),
         library("MasterpassAPI", ["Checkout", "CardKit", "HTTPServer", "VaultCore"]),
-        library("Configuration", ["HTTPServer", "VaultCore"]),
+        library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "Forward", "OutboundHTTP",
+                "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
         library("CardVaultTesting", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
@@ -97,11 +103,15 @@ let package = Package(
             ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
+        tests("OutboundHTTPTests", ["OutboundHTTP"]),
+        tests(
+            "ForwardTests",
+            ["Forward", "OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests(
             "CardVaultAppTests",
             [
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
-                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting",
+                "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting", "Forward", "OutboundHTTP",
             ]),
         tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]

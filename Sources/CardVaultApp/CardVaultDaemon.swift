@@ -1,5 +1,6 @@
 public import AdminChannel
 public import Configuration
+public import Forward
 public import HTTPServer
 public import Payments
 public import VaultCore
@@ -13,6 +14,8 @@ public struct CardVaultDaemon: Sendable {
     public let services: MerchantServices
     /// The record sweeper's services.
     public let background: [any Service]
+    /// Detokenize-and-forward (`POST /v2.01/{ClientId}/forward`); its HTTPS client is one of the services.
+    public let forward: ForwardService
     public let server: HTTPServer
     public let admin: AdminSocketServer
     public let store: EncryptedFileStore
@@ -35,12 +38,15 @@ public struct CardVaultDaemon: Sendable {
         self.announce = announce
         services = try MerchantAssembly.services(
             configuration: configuration, store: store, fingerprintKeys: store.fingerprintKeys, logger: logger)
+        let forward = try ForwardAssembly.service(configuration: configuration, services: services)
+        self.forward = forward
         let groups = try await MerchantAssembly.routes(
-            configuration: configuration, services: services, announce: announce)
+            configuration: configuration, services: services, forward: forward, announce: announce)
         let metrics = HTTPMetrics()
         metrics.addCollector { [store] in store.keyMetricsText() }
         background = try BackgroundServices.make(
             configuration: configuration, services: services, metrics: metrics, logger: logger)
+        metrics.addCollector { forward.metrics.prometheusText() }
         server = try CardVaultApplication(
             configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
         ).makeServer()
@@ -61,18 +67,20 @@ public struct CardVaultDaemon: Sendable {
 
     private let publicURL: String
 
-    /// The daemon's services, in the order they start: the admin socket, the sweeper, the HTTP server.
+    /// The daemon's services, in the order they start: the admin socket, the sweeper, the forward route's HTTPS
+    /// client, the HTTP server.
     public var serviceList: [any Service] {
         let logger = logger
         let announce = announce
         let listenURL = listenURL
         let publicURL = publicURL
         return [admin as any Service] + background + [
+            forward.client,
             HTTPService(server: server) { port in
                 let url = listenURL(port)
                 logger.notice("listening", ["url": .string(url), "publicURL": .string(publicURL)])
                 announce("cardvault serving on \(url)")
-            }
+            },
         ]
     }
 

@@ -1,4 +1,5 @@
 public import Configuration
+public import Forward
 import Foundation
 public import HTTPServer
 import MangopayAPI
@@ -47,7 +48,7 @@ public enum MerchantAssembly {
     /// store holds no client yet, creates the development client and hands its credentials (shown once, never
     /// stored in clear) to `announce`.
     public static func routes(
-        configuration: CardVaultConfiguration, services: MerchantServices,
+        configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
         announce: @escaping @Sendable (String) -> Void
     ) async throws -> [any RouteGroup] {
         if try await services.clients.all().isEmpty {
@@ -62,6 +63,6 @@ public enum MerchantAssembly {
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
-        ]
+        ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }
 }

@@ -154,6 +154,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var keys: Keys
     /// Record lifetimes and the sweeper.
     public var lifetimes: Lifetimes
+    /// Detokenize-and-forward destinations and limits.
+    public var forward: Forward
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -174,7 +176,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         tls: TLS = TLS(),
         metricsToken: Redacted<String>? = nil,
         keys: Keys = Keys(),
-        lifetimes: Lifetimes = Lifetimes()
+        lifetimes: Lifetimes = Lifetimes(),
+        forward: Forward = Forward()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -195,6 +198,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.metricsToken = metricsToken
         self.keys = keys
         self.lifetimes = lifetimes
+        self.forward = forward
     }
 
     /// `host:port` (IPv6 hosts in brackets).

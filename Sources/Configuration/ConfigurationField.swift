@@ -15,6 +15,8 @@ struct ConfigurationField: Sendable {
         case origins
         /// A bearer token: 16–256 visible ASCII characters, or empty/null for none.
         case optionalToken
+        /// Comma-separated items (an array in the file), each checked by `check` (nil: fine, else the problem).
+        case list(example: String, check: @Sendable (String) -> String?)
     }
 
     /// Parsed values.
@@ -33,9 +35,12 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys", "lifetimes"]
+    static let sections: Set<String> = ["http", "tls", "keys", "lifetimes", "forward"]
 
-    static let all: [ConfigurationField] = [
+    /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift).
+    static let all: [ConfigurationField] = baseFields + forwardFields
+
+    static let baseFields: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
             if case .address(let host, let port) = $1 {
                 $0.listenHost = host
@@ -189,6 +194,11 @@ struct ConfigurationField: Sendable {
                 throw invalid("must be an array of origins such as \"https://shop.example\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
+        case .list(let example, _):
+            guard let items = json as? [Any], items.allSatisfy({ $0 is String }) else {
+                throw invalid("must be an array of strings such as \"\(example)\"")
+            }
+            value = try parse((items as! [String]).joined(separator: ","))
         case .optionalPath, .optionalToken:
             if json is NSNull {
                 value = .none
@@ -276,6 +286,14 @@ struct ConfigurationField: Sendable {
                 else { throw invalid("must list origins like https://shop.example (scheme, host, optional port) or *") }
             }
             return .list(origins)
+        case .list(_, let check):
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            for item in items {
+                if let problem = check(item) { throw invalid(problem) }
+            }
+            return .list(items)
         }
     }
 

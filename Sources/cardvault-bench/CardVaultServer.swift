@@ -22,6 +22,7 @@ final class CardVaultServer {
     let dataDirectory: String
     let keysDirectory: String
     private let context: SuiteContext
+    private let extraEnvironment: [String: String]
     /// The development client, read from the first start's output.
     let credentials: Credentials
 
@@ -47,15 +48,17 @@ final class CardVaultServer {
 
     /// Starts the daemon on fresh directories (it creates a development master key and client) and
     /// waits until it accepts.
-    init(context: SuiteContext) throws {
+    /// - Parameter extraEnvironment: further `CARDVAULT_…` settings (the forward suite's destinations).
+    init(context: SuiteContext, extraEnvironment: [String: String] = [:]) throws {
         self.context = context
+        self.extraEnvironment = extraEnvironment
         home = try context.temporaryDirectory("cardvault")
         keysDirectory = home + "/keys"
         dataDirectory = home + "/data"
         _ = FileManager.default.createFile(
             atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600]
         )
-        (port, child) = try Self.start(context: context, home: home)
+        (port, child) = try Self.start(context: context, home: home, extraEnvironment: extraEnvironment)
         let output = child.output()
         guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),
             let idRange = line.range(of: "ClientId="), let keyRange = line.range(of: " ApiKey=")
@@ -68,9 +71,11 @@ final class CardVaultServer {
             apiKey: String(line[keyRange.upperBound...]).trimmingCharacters(in: .whitespaces))
     }
 
-    private static func start(context: SuiteContext, home: String) throws -> (Int, ChildProcess) {
+    private static func start(
+        context: SuiteContext, home: String, extraEnvironment: [String: String] = [:]
+    ) throws -> (Int, ChildProcess) {
         let port = try LoopbackPort.free()
-        let environment = [
+        var environment = [
             "CARDVAULT_LISTEN": "127.0.0.1:\(port)",
             "CARDVAULT_PUBLIC_URL": "http://127.0.0.1:\(port)",
             "CARDVAULT_DATA_DIR": home + "/data",
@@ -80,6 +85,7 @@ final class CardVaultServer {
             "CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS": "512",
             "CARDVAULT_RISK_FILE": home + "/risk.json",
         ]
+        environment.merge(extraEnvironment) { _, extra in extra }
         let child = try ChildProcess.start(
             binary(in: context), ["serve", "--config", context.root + "/config/cardvault.json"],
             environment: environment)
@@ -102,7 +108,7 @@ final class CardVaultServer {
     /// Starts the daemon again on the same directories (after ``crash()`` or ``stop()``).
     func restart() throws {
         child.stop()
-        (port, child) = try Self.start(context: context, home: home)
+        (port, child) = try Self.start(context: context, home: home, extraEnvironment: extraEnvironment)
     }
 
     /// Stops the daemon gracefully (SIGTERM).

@@ -7,5 +7,6 @@ enum SuiteCatalog {
         StoreSuite(),
         HTTPSuite(),
         PeerSuite(),
+        ForwardSuite(),
     ]
 }

@@ -5,14 +5,18 @@ import VaultStore
 /// `cardvault clients`: add and list merchant clients (through the running daemon, or on the files).
 enum ClientsCommand: Command {
     static let name = "clients"
-    static let summary = "manage merchant clients: add NAME (prints its credentials once), list"
+    static let summary = "manage merchant clients: add NAME (prints its credentials once), list, forward ID --on|--off"
     static let help = """
         usage: cardvault clients add NAME [--json] [--config FILE] [--data-dir DIR] [--keys-dir DIR]
                cardvault clients list [--json] [--config FILE] [--data-dir DIR] [--keys-dir DIR]
+               cardvault clients forward CLIENT_ID [--on | --off] [--config FILE] [--data-dir DIR] [--keys-dir DIR]
 
         add    creates a client and prints its ClientId and ApiKey. The API key is shown this once
                and stored only as a salted hash. With --json: {"ClientId": "...", "ApiKey": "..."}.
         list   lists the clients (never their keys).
+        forward  allows (--on) or forbids (--off) the client to forward card data to the allowed
+               destinations (POST /v2.01/{ClientId}/forward, docs/forward.md); off by default.
+               Without a flag it prints the current setting: {"ClientId": "...", "Forward": true|false}.
 
         While the daemon runs these go through its admin socket; otherwise they open the data
         directory directly (under its lock).
@@ -48,8 +52,18 @@ enum ClientsCommand: Command {
                     print((client["ClientId"]?.stringValue ?? "") + "\t" + (client["Name"]?.stringValue ?? ""))
                 }
             }
+        case "forward":
+            guard let clientId = arguments.positional() else { throw UsageError("clients forward needs a CLIENT_ID") }
+            let on = arguments.flag("--on")
+            let off = arguments.flag("--off")
+            guard !(on && off) else { throw UsageError("clients forward takes --on or --off, not both") }
+            try arguments.finish()
+            var request: [String: AdminValue] = ["clientId": .string(clientId)]
+            if on || off { request["enabled"] = .bool(on) }
+            let result = try await access.call("clients.forward", arguments: request)
+            print(#"{"ClientId": "\#(clientId)", "Forward": \#(result["Forward"] == .bool(true))}"#)
         default:
-            throw UsageError("unknown action '\(action)': use add or list")
+            throw UsageError("unknown action '\(action)': use add, list or forward")
         }
         return 0
     }

@@ -97,6 +97,14 @@ import VaultCore
             "CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS": "5",
             "CARDVAULT_LIFETIMES_ACCESS_KEY_SECONDS": "600",
             "CARDVAULT_LIFETIMES_CHECKOUT_SESSION_SECONDS": "900",
+            "CARDVAULT_FORWARD_DESTINATIONS": "https://psp.example/v1/",
+            "CARDVAULT_FORWARD_CA_FILE": "/tls/psp-ca.pem",
+            "CARDVAULT_FORWARD_PRIVATE_NETWORKS": "10.1.0.0/16",
+            "CARDVAULT_FORWARD_CONNECT_TIMEOUT_SECONDS": "2",
+            "CARDVAULT_FORWARD_TIMEOUT_SECONDS": "9",
+            "CARDVAULT_FORWARD_MAX_REQUEST_BODY_BYTES": "100",
+            "CARDVAULT_FORWARD_MAX_RESPONSE_BODY_BYTES": "200",
+            "CARDVAULT_FORWARD_MAX_CONCURRENT": "3",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -128,7 +136,11 @@ import VaultCore
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
             metricsToken: Redacted("prometheus-scrape-token-1"),
             keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
-            lifetimes: .init(sweepIntervalSeconds: 5, accessKeySeconds: 600, checkoutSessionSeconds: 900)
+            lifetimes: .init(sweepIntervalSeconds: 5, accessKeySeconds: 600, checkoutSessionSeconds: 900),
+            forward: .init(
+                destinations: ["https://psp.example/v1/"], caFile: "/tls/psp-ca.pem", privateNetworks: ["10.1.0.0/16"],
+                connectTimeoutSeconds: 2, timeoutSeconds: 9, maxRequestBodyBytes: 100, maxResponseBodyBytes: 200,
+                maxConcurrent: 3)
         )
         #expect(configuration == expected)
     }
