@@ -83,6 +83,23 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         }
     }
 
+    /// How long records live and how often the sweeper ends them (docs/operations.md, "Record lifetimes").
+    public struct Lifetimes: Sendable, Equatable {
+        /// Seconds between two rounds of the record sweeper.
+        public var sweepIntervalSeconds: Int
+        /// How long a card registration's access key works; a card number tokenized with it and never
+        /// completed is deleted then.
+        public var accessKeySeconds: Int
+        /// How long a shopper has to finish a hosted checkout.
+        public var checkoutSessionSeconds: Int
+
+        public init(sweepIntervalSeconds: Int = 60, accessKeySeconds: Int = 1200, checkoutSessionSeconds: Int = 1800) {
+            self.sweepIntervalSeconds = sweepIntervalSeconds
+            self.accessKeySeconds = accessKeySeconds
+            self.checkoutSessionSeconds = checkoutSessionSeconds
+        }
+    }
+
     /// HTTPS: a certificate and key turn it on; a client CA file requires client certificates.
     public struct TLS: Sendable, Equatable {
         public var certificateFile: String?
@@ -135,6 +152,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var metricsToken: Redacted<String>?
     /// Automatic data key rotation.
     public var keys: Keys
+    /// Record lifetimes and the sweeper.
+    public var lifetimes: Lifetimes
     /// Detokenize-and-forward destinations and limits.
     public var forward: Forward
 
@@ -157,6 +176,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         tls: TLS = TLS(),
         metricsToken: Redacted<String>? = nil,
         keys: Keys = Keys(),
+        lifetimes: Lifetimes = Lifetimes(),
         forward: Forward = Forward()
     ) {
         self.listenHost = listenHost
@@ -177,6 +197,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.tls = tls
         self.metricsToken = metricsToken
         self.keys = keys
+        self.lifetimes = lifetimes
         self.forward = forward
     }
 

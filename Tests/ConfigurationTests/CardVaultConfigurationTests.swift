@@ -94,6 +94,9 @@ import VaultCore
             "CARDVAULT_HTTP_REQUEST_DEADLINE_SECONDS": "15",
             "CARDVAULT_KEYS_ROTATE_AFTER_SEALS": "1000000",
             "CARDVAULT_KEYS_ROTATE_AFTER_DAYS": "30",
+            "CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS": "5",
+            "CARDVAULT_LIFETIMES_ACCESS_KEY_SECONDS": "600",
+            "CARDVAULT_LIFETIMES_CHECKOUT_SESSION_SECONDS": "900",
             "CARDVAULT_FORWARD_DESTINATIONS": "https://psp.example/v1/",
             "CARDVAULT_FORWARD_CA_FILE": "/tls/psp-ca.pem",
             "CARDVAULT_FORWARD_PRIVATE_NETWORKS": "10.1.0.0/16",
@@ -133,6 +136,7 @@ import VaultCore
             tls: .init(certificateFile: "/tls/cert.pem", keyFile: "/tls/key.pem", clientCAFile: "/tls/ca.pem"),
             metricsToken: Redacted("prometheus-scrape-token-1"),
             keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
+            lifetimes: .init(sweepIntervalSeconds: 5, accessKeySeconds: 600, checkoutSessionSeconds: 900),
             forward: .init(
                 destinations: ["https://psp.example/v1/"], caFile: "/tls/psp-ca.pem", privateNetworks: ["10.1.0.0/16"],
                 connectTimeoutSeconds: 2, timeoutSeconds: 9, maxRequestBodyBytes: 100, maxResponseBodyBytes: 200,
