@@ -35,6 +35,15 @@ import VaultCrypto
     static func copyFixture() throws -> (data: String, keys: String, manifest: Manifest) {
         let target = NSTemporaryDirectory() + "cv-fixture-" + UUID().uuidString
         try FileManager.default.copyItem(atPath: fixture, toPath: target)
+        // Git keeps no modes but 644/755, and the store refuses keys others can read: give the copy the
+        // modes `keys init` gives (directories 0700, key files 0600).
+        let files = FileManager.default
+        for directory in [target, target + "/data", target + "/keys"] {
+            try files.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory)
+        }
+        for name in try files.contentsOfDirectory(atPath: target + "/keys") {
+            try files.setAttributes([.posixPermissions: 0o600], ofItemAtPath: target + "/keys/" + name)
+        }
         let manifest = try JSONDecoder().decode(
             Manifest.self, from: Data(contentsOf: URL(fileURLWithPath: fixture + "/manifest.json")))
         return (target + "/data", target + "/keys", manifest)
