@@ -154,11 +154,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private let lock: DataDirectoryLock
     let state: Locked<State>
     let intake = Locked(Intake())
-    private let wake = DispatchSemaphore(value: 0)
-    private let flusherDone = DispatchSemaphore(value: 0)
+    private let wake = ThreadWakeup()
+    private let flusherDone = ThreadWakeup()
     /// Signalled before each sync: the indexer thread then makes the last group's index update.
-    private let indexerWake = DispatchSemaphore(value: 0)
-    private let indexerDone = DispatchSemaphore(value: 0)
+    private let indexerWake = ThreadWakeup()
+    private let indexerDone = ThreadWakeup()
     /// Serialises checkpoints and segment removal.
     let maintenance = Locked<Void>(())
     let compacting = Locked<Bool>(false)
