@@ -1,7 +1,7 @@
 import Dispatch
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Wakes a thread of its own (a store's flusher or indexer, a connection thread): a count of pending wake-ups,
