@@ -1,4 +1,4 @@
-import Dispatch
+public import Dispatch
 
 #if canImport(Glibc)
 import Glibc
