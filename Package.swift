@@ -130,6 +130,7 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
         ("fuzz-mangopay-api", ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore"]),
         ("fuzz-checkout-request", ["Checkout", "HTTPServer"]),
         ("fuzz-callback-url", ["Checkout"]),
+        ("fuzz-record-codec", ["Payments", "VaultStore"]),
         ("fuzz-request-headers", ["HTTPServer"]),
         ("fuzz-record-frame", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-segment-scanner", ["FuzzStoreSupport", "VaultStore"]),

@@ -7,13 +7,13 @@ public import VaultCore
 public import VaultStore
 
 /// The daemon `cardvault serve` runs: the merchant API and hosted checkout over one opened store, as one
-/// ``ServiceGroup`` of the HTTP server, the admin socket and the challenge sweeper. ``run(until:)`` stops them
-/// all on the first termination signal, waits for each, and closes the store after the last.
+/// ``ServiceGroup`` of the HTTP server, the admin socket and the record sweeper (``BackgroundServices``: every
+/// kind's lifetime, pending 3-D Secure challenges, held security codes). ``run(until:)`` stops them all on the
+/// first termination signal, waits for each, and closes the store after the last.
 public struct CardVaultDaemon: Sendable {
-    /// How often pending 3-D Secure challenges are checked for expiry (and held security codes purged).
-    public static let sweepInterval: Duration = .seconds(5)
-
     public let services: MerchantServices
+    /// The record sweeper's services.
+    public let background: [any Service]
     /// Detokenize-and-forward (`POST /v2.01/{ClientId}/forward`); its HTTPS client is one of the services.
     public let forward: ForwardService
     public let server: HTTPServer
@@ -52,6 +52,9 @@ public struct CardVaultDaemon: Sendable {
             configuration: configuration, services: services, forward: forward, announce: announce)
         let metrics = HTTPMetrics()
         metrics.addCollector { [store] in store.keyMetricsText() }
+        background = try BackgroundServices.make(
+            configuration: configuration, services: services, metrics: metrics, logger: logger,
+            leadership: store.leadership)
         metrics.addCollector { forward.metrics.prometheusText() }
         server = try CardVaultApplication(
             configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
@@ -76,22 +79,11 @@ public struct CardVaultDaemon: Sendable {
     /// The daemon's services, in the order they start: the admin socket, the sweeper, the forward route's HTTPS
     /// client, the HTTP server.
     public var serviceList: [any Service] {
-        let services = services
         let logger = logger
         let announce = announce
         let listenURL = listenURL
         let publicURL = publicURL
-        let leadership = store.leadership
-        return [
-            admin,
-            PeriodicService(name: "challenge-sweeper", interval: Self.sweepInterval, logger: logger) {
-                // Held codes are this process's own; the challenges are shared: one daemon at a time sweeps them.
-                services.securityCodes.purgeExpired()
-                try await leadership.runIfLeader("challenge-sweeper") {
-                    let expired = try await services.payIns.expireDueChallenges()
-                    if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
-                }
-            },
+        return [admin as any Service] + background + [
             forward.client,
             HTTPService(server: server) { port in
                 let url = listenURL(port)

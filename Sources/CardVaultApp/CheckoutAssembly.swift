@@ -29,7 +29,10 @@ public enum CheckoutAssembly {
         return CheckoutService(
             store: environment.store, clock: environment.clock, random: environment.random,
             logger: environment.logger.with(["area": .string("checkout")]),
-            configuration: CheckoutConfiguration(publicBaseURL: configuration.publicURL), cryptogramKey: key,
+            configuration: CheckoutConfiguration(
+                publicBaseURL: configuration.publicURL,
+                sessionLifetimeSeconds: configuration.lifetimes.checkoutSessionSeconds),
+            cryptogramKey: key,
             vault: CheckoutMerchantVault(services: services),
             authenticator: authenticator ?? CheckoutPayInAuthenticator(payIns: services.payIns, cards: services.cards))
     }

@@ -34,6 +34,7 @@ public enum MerchantAssembly {
                 store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: fingerprintKeys,
                 configuration: PaymentsConfiguration(
                     publicBaseURL: configuration.publicURL,
+                    accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
                     tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
                     pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
                     acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,

@@ -16,10 +16,16 @@ public struct CheckoutRegistration: Sendable, Equatable, Codable {
     public var merchantName: String
     /// Unix seconds.
     public var creationDate: Int64
+    /// Whether the checkouts of this id always run 3-D Secure, or each session the merchant's server starts says
+    /// (nil, as in records written before the policy existed, means `merchantChoice`).
+    public var threeDSPolicy: CheckoutPolicy?
+    /// Whether the checkouts of this id always ask for the card security code (nil means `merchantChoice`).
+    public var cvcPolicy: CheckoutPolicy?
 
     public init(
         checkoutId: String, clientId: String, callbackPrefixes: [CheckoutCallbackPrefix],
-        allowedCardTypes: Set<MasterpassCardType>, merchantName: String, creationDate: Int64
+        allowedCardTypes: Set<MasterpassCardType>, merchantName: String, creationDate: Int64,
+        threeDSPolicy: CheckoutPolicy = .merchantChoice, cvcPolicy: CheckoutPolicy = .merchantChoice
     ) {
         self.checkoutId = checkoutId
         self.clientId = clientId
@@ -27,7 +33,14 @@ public struct CheckoutRegistration: Sendable, Equatable, Codable {
         self.allowedCardTypes = allowedCardTypes
         self.merchantName = merchantName
         self.creationDate = creationDate
+        self.threeDSPolicy = threeDSPolicy
+        self.cvcPolicy = cvcPolicy
     }
+
+    /// May a checkout of this id skip 3-D Secure (`suppress3DS`)?
+    public var allowsSuppressing3DS: Bool { (threeDSPolicy ?? .merchantChoice) == .merchantChoice }
+    /// May a checkout of this id skip the security code (`cvc2Support: false`)?
+    public var allowsSkippingSecurityCode: Bool { (cvcPolicy ?? .merchantChoice) == .merchantChoice }
 
     /// True when `url` lies inside one of the registered prefixes.
     public func allowsCallback(_ url: CheckoutCallbackURL) -> Bool {
@@ -81,6 +94,19 @@ public struct CheckoutRegistration: Sendable, Equatable, Codable {
         try errors.check()
         return (checkoutId, prefixes, types, name)
     }
+}
+
+/// A checkout id's rule for 3-D Secure or for the security code, set when the merchant registers it. Either
+/// way the choice is made on the server, never by the shopper's URL.
+public enum CheckoutPolicy: String, Sendable, Codable, CaseIterable {
+    /// Every checkout of the id runs it; a session that asks to skip it is refused.
+    case required
+    /// Each checkout session the merchant's server starts says whether it runs (`suppress3DS`, `cvc2Support`);
+    /// the default.
+    case merchantChoice
+
+    /// Parses `required` or `merchantChoice`; nil for anything else.
+    public init?(parsing text: String) { self.init(rawValue: text) }
 }
 
 /// Checkout settings that belong to a client rather than a checkout id.

@@ -227,30 +227,21 @@ extension CheckoutService {
 
     // MARK: - Pairing
 
-    /// Creates the pairing transaction of a completed checkout and saves the card and addresses in the shopper's
-    /// wallet with this merchant.
+    /// Creates the pairing transaction of a completed checkout. The card and addresses wait in it: they reach the
+    /// shopper's wallet only when the merchant redeems the pairing for this user (``pairingId(clientId:pairingTransactionId:userId:)``),
+    /// and are gone with the pairing transaction when it expires unredeemed.
     func createPairingTransaction(
         clientId: String, userId: String, transactionId: String, submission: CheckoutSubmission
     ) async throws -> String {
-        let existing = try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
-        var wallet =
-            existing?.value
-            ?? PairingWallet(
-                clientId: clientId, userId: userId, walletId: CheckoutIdentifiers.make("wal", random: random),
-                cards: [],
-                shippingAddresses: [], personalInfo: nil, pairingId: nil, preCheckoutTransactionId: nil)
-        wallet.add(submission) { CheckoutIdentifiers.make("adr", random: random) }
         let pairing = PairingTransaction(
             pairingTransactionId: CheckoutIdentifiers.make("mppt", random: random), clientId: clientId, userId: userId,
             transactionId: transactionId,
-            expiresAt: nowSeconds + Int64(configuration.pairingTransactionLifetimeSeconds), redeemed: false)
+            expiresAt: nowSeconds + Int64(configuration.pairingTransactionLifetimeSeconds), redeemed: false,
+            submission: submission)
         try await store.commit([
             .put(
-                collection: Collection.wallets, id: Self.scoped(clientId, userId), value: try Self.encode(wallet),
-                condition: existing.map { .version($0.version) } ?? .absent),
-            .put(
                 collection: Collection.pairingTransactions, id: Self.scoped(clientId, pairing.pairingTransactionId),
-                value: try Self.encode(pairing), condition: .absent),
+                value: try Self.encode(pairing), condition: .absent)
         ])
         return pairing.pairingTransactionId
     }
@@ -290,14 +281,20 @@ extension CheckoutService {
         guard nowSeconds < pairing.expiresAt else {
             throw CheckoutError(.expired, "The pairing transaction has expired")
         }
-        guard
-            let storedWallet = try await read(
-                PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
-        else { throw CheckoutError.notFound("pairing transaction") }
-        let wallet = storedWallet.value
-        let walletVersion = storedWallet.version
+        // Only now, with the merchant vouching for the user, do the checkout's card and addresses reach the wallet.
+        let storedWallet = try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
+        var wallet =
+            storedWallet?.value
+            ?? PairingWallet(
+                clientId: clientId, userId: userId, walletId: CheckoutIdentifiers.make("wal", random: random),
+                cards: [], shippingAddresses: [], personalInfo: nil, pairingId: nil, preCheckoutTransactionId: nil)
+        if let submission = pairing.submission {
+            wallet.add(submission) { CheckoutIdentifiers.make("adr", random: random) }
+        }
+        let walletVersion = storedWallet?.version
         var redeemed = pairing
         redeemed.redeemed = true
+        redeemed.submission = nil
         let (_, pairingId) = try await rotate(
             wallet, version: walletVersion,
             extra: [
@@ -447,10 +444,11 @@ extension CheckoutService {
         return (wallet.value, wallet.version)
     }
 
-    /// Gives `wallet` a new pairing id, retiring the old one, in one atomic write with `extra`.
+    /// Gives `wallet` a new pairing id, retiring the old one, in one atomic write with `extra`. A nil `version`
+    /// creates the wallet.
     @discardableResult
     func rotate(
-        _ wallet: PairingWallet, version: UInt64, newPairingId: String? = nil, extra: [RecordWrite]
+        _ wallet: PairingWallet, version: UInt64?, newPairingId: String? = nil, extra: [RecordWrite]
     )
         async throws
         -> (PairingWallet, String)
@@ -472,7 +470,7 @@ extension CheckoutService {
         writes.append(
             .put(
                 collection: Collection.wallets, id: Self.scoped(wallet.clientId, wallet.userId),
-                value: try Self.encode(updated), condition: .version(version)))
+                value: try Self.encode(updated), condition: version.map { .version($0) } ?? .absent))
         do {
             try await store.commit(writes)
         } catch let error as StoreError where error.code == .conflict {

@@ -76,17 +76,23 @@ public struct CheckoutService: Sendable {
 
     /// Registers a checkout id for `clientId`. A nil `checkoutId` gets a generated 32-character one.
     /// - Throws: ``CheckoutError`` `.invalidRequest` (field by field), `.alreadyExists`.
+    /// - Parameters:
+    ///   - threeDSPolicy: `merchantChoice` (default: each session the merchant's server starts may set
+    ///     `suppress3DS`) or `required` (every checkout of the id runs 3-D Secure).
+    ///   - cvcPolicy: `merchantChoice` (default: a session may set `cvc2Support: false`) or `required`.
     public func register(
         clientId: String, checkoutId: String? = nil, callbackPrefixes: [String], allowedCardTypes: [String],
-        merchantName: String? = nil
+        merchantName: String? = nil, threeDSPolicy: String? = nil, cvcPolicy: String? = nil
     ) async throws -> CheckoutRegistration {
+        let policies = try Self.policies(threeDS: threeDSPolicy, cvc: cvcPolicy)
         let (requested, prefixes, types, name) = try CheckoutRegistration.validate(
             checkoutId: checkoutId, callbackPrefixes: callbackPrefixes, allowedCardTypes: allowedCardTypes,
             merchantName: merchantName)
         let id = requested ?? CheckoutIdentifiers.secret(count: 32, random: random)
         let registration = CheckoutRegistration(
             checkoutId: id, clientId: clientId, callbackPrefixes: prefixes, allowedCardTypes: types,
-            merchantName: name.isEmpty ? clientId : name, creationDate: nowSeconds)
+            merchantName: name.isEmpty ? clientId : name, creationDate: nowSeconds, threeDSPolicy: policies.0,
+            cvcPolicy: policies.1)
         do {
             try await write(Collection.registrations, id: id, registration, condition: .absent)
         } catch let error as StoreError where error.code == .conflict {
@@ -140,84 +146,10 @@ public struct CheckoutService: Sendable {
 
     // MARK: - Hosted checkout
 
-    /// Validates a checkout URL's query and opens a checkout session.
-    /// - Throws: ``CheckoutError`` `.invalidRequest` (field errors), `.authorizationFailed` (unknown checkoutId),
-    ///   `.callbackNotRegistered`.
-    public func open(queryItems: [(String, String)]) async throws -> CheckoutSession {
-        let request = try CheckoutRequest(queryItems: queryItems)
-        guard let registration = try await registration(checkoutId: request.checkoutId) else {
-            throw CheckoutError(.authorizationFailed, "The checkoutId is not registered")
-        }
-        let callback = request.callbackURL ?? registration.defaultCallback
-        guard registration.allowsCallback(callback) else {
-            logger.warning(
-                "checkout refused: callback not registered",
-                ["checkoutId": .string(registration.checkoutId), "callbackHost": .string(callback.host)])
-            throw CheckoutError(
-                .callbackNotRegistered, "The callbackUrl is not registered for this checkoutId",
-                fieldErrors: [
-                    CheckoutFieldError(
-                        field: "callbackUrl",
-                        message: "callbackUrl does not start with a URL registered for this checkoutId")
-                ])
-        }
-        let refused = request.allowedCardTypes.subtracting(registration.allowedCardTypes)
-        guard refused.isEmpty else {
-            let names = refused.map(\.rawValue).sorted().joined(separator: ", ")
-            throw CheckoutError.invalid(
-                "allowedCardTypes", "allowedCardTypes names types this checkoutId does not accept: \(names)")
-        }
-        var savedCards: [CheckoutSavedCard] = []
-        let pairingId = queryItems.first { $0.0 == "pairingId" }?.1
-        if let userId = request.userId, let pairingId,
-            let wallet = try await wallet(clientId: registration.clientId, userId: userId),
-            let current = wallet.pairingId, ConstantTime.equals(Array(current.utf8), Array(pairingId.utf8))
-        {
-            savedCards = wallet.cards.filter {
-                MasterpassCardType(brand: $0.card.brand).map(request.allowedCardTypes.contains) ?? false
-            }
-        }
-        let now = clock.now
-        let session = CheckoutSession(
-            sessionId: CheckoutIdentifiers.secret(count: 32, random: random),
-            transactionId: CheckoutIdentifiers.make("mptx", random: random),
-            clientId: registration.clientId, request: request, callback: callback,
-            merchantName: registration.merchantName,
-            machine: CheckoutSessionStateMachine(
-                expiresAt: now.addingTimeInterval(TimeInterval(configuration.sessionLifetimeSeconds)),
-                suppress3DS: request.suppress3DS, pairingPossible: request.userId != nil),
-            createdAt: nowSeconds, savedCards: savedCards, pairingTransactionId: nil, payment: nil, problem: nil,
-            express: false)
-        try await store.commit([
-            .put(
-                collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session),
-                condition: .absent),
-            .put(
-                collection: Collection.transactions, id: Self.scoped(session.clientId, session.transactionId),
-                value: Array(session.sessionId.utf8), condition: .absent),
-        ])
-        logger.info(
-            "checkout opened",
-            [
-                "clientId": .string(session.clientId), "checkoutId": .string(request.checkoutId),
-                "transactionId": .string(session.transactionId),
-            ])
-        return session
-    }
-
-    /// The session behind a page URL, expired first if its time is up; nil when unknown.
+    /// The session behind a page URL, expired first if its time is up; nil when unknown. Writes nothing: a page
+    /// view is free for anyone holding the URL, so it must not grow the store (the sweeper ends the session).
     public func session(id: String) async throws -> CheckoutSession? {
-        guard CheckoutIdentifiers.isSecret(id),
-            let stored = try await read(CheckoutSession.self, Collection.sessions, id: id)
-        else { return nil }
-        let session = stored.value
-        let version = stored.version
-        var updated = session
-        if case .transitioned = try? updated.machine.handle(.expire(now: clock.now)) {
-            try await write(Collection.sessions, id: id, updated, condition: .version(version))
-            return updated
-        }
-        return session
+        try await loadSession(id)?.value
     }
 
     /// Handles the posted form of session `sessionId`: validates the fields, vaults the card, runs 3-D Secure
@@ -591,10 +523,8 @@ public struct CheckoutService: Sendable {
         guard CheckoutIdentifiers.isSecret(id),
             var stored = try await read(CheckoutSession.self, Collection.sessions, id: id)
         else { return nil }
-        if case .transitioned = try? stored.value.machine.handle(.expire(now: clock.now)) {
-            try await write(Collection.sessions, id: id, stored.value, condition: .version(stored.version))
-            stored.version += 1
-        }
+        // Expired in memory only; a later write (a submit, a cancel) refuses to act on an expired session anyway.
+        _ = try? stored.value.machine.handle(.expire(now: clock.now))
         return stored
     }
 

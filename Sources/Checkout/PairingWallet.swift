@@ -63,7 +63,8 @@ public struct PairingWallet: Sendable, Equatable, Codable {
 }
 
 /// A pairing transaction: the shopper agreed to pair during checkout; the merchant exchanges its id (the
-/// callback's `pairing_verifier`) and the `userId` for a pairing id, once.
+/// callback's `pairing_verifier`) and the `userId` for a pairing id, once. The checkout's card joins the user's
+/// wallet at that exchange, not before.
 public struct PairingTransaction: Sendable, Equatable, Codable {
     public var pairingTransactionId: String
     public var clientId: String
@@ -72,6 +73,9 @@ public struct PairingTransaction: Sendable, Equatable, Codable {
     /// Unix seconds.
     public var expiresAt: Int64
     public var redeemed: Bool
+    /// The card, addresses and contact of the checkout, waiting for the merchant to redeem the pairing; nil
+    /// once redeemed (they are in the wallet then).
+    public var submission: CheckoutSubmission?
 }
 
 /// A pairing id, pointing at its wallet.

@@ -96,6 +96,23 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         }
     }
 
+    /// How long records live and how often the sweeper ends them (docs/operations.md, "Record lifetimes").
+    public struct Lifetimes: Sendable, Equatable {
+        /// Seconds between two rounds of the record sweeper.
+        public var sweepIntervalSeconds: Int
+        /// How long a card registration's access key works; a card number tokenized with it and never
+        /// completed is deleted then.
+        public var accessKeySeconds: Int
+        /// How long a shopper has to finish a hosted checkout.
+        public var checkoutSessionSeconds: Int
+
+        public init(sweepIntervalSeconds: Int = 60, accessKeySeconds: Int = 1200, checkoutSessionSeconds: Int = 1800) {
+            self.sweepIntervalSeconds = sweepIntervalSeconds
+            self.accessKeySeconds = accessKeySeconds
+            self.checkoutSessionSeconds = checkoutSessionSeconds
+        }
+    }
+
     /// HTTPS: a certificate and key turn it on; a client CA file requires client certificates.
     public struct TLS: Sendable, Equatable {
         public var certificateFile: String?
@@ -152,6 +169,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     /// directory holds only the admin socket. nil: the encrypted file store in the data directory.
     public var databaseURL: Redacted<String>?
     public var database: Database
+    /// Record lifetimes and the sweeper.
+    public var lifetimes: Lifetimes
     /// Detokenize-and-forward destinations and limits.
     public var forward: Forward
 
@@ -176,6 +195,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         keys: Keys = Keys(),
         databaseURL: Redacted<String>? = nil,
         database: Database = Database(),
+        lifetimes: Lifetimes = Lifetimes(),
         forward: Forward = Forward()
     ) {
         self.listenHost = listenHost
@@ -198,6 +218,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.keys = keys
         self.databaseURL = databaseURL
         self.database = database
+        self.lifetimes = lifetimes
         self.forward = forward
     }
 

@@ -39,7 +39,7 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys", "database", "forward"]
+    static let sections: Set<String> = ["http", "tls", "keys", "database", "lifetimes", "forward"]
 
     /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift).
     static let all: [ConfigurationField] = baseFields + forwardFields
@@ -171,6 +171,21 @@ struct ConfigurationField: Sendable {
             path: "database.synchronousCommit", environmentName: "CARDVAULT_DATABASE_SYNCHRONOUS_COMMIT",
             kind: .choice(["on", "remote_apply", "remote_write", "local", "off"])
         ) { if case .text(let value) = $1 { $0.database.synchronousCommit = value } },
+        ConfigurationField(
+            path: "lifetimes.sweepIntervalSeconds",
+            environmentName: "CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS",
+            kind: .integer(1...86_400)
+        ) { if case .integer(let value) = $1 { $0.lifetimes.sweepIntervalSeconds = value } },
+        ConfigurationField(
+            path: "lifetimes.accessKeySeconds",
+            environmentName: "CARDVAULT_LIFETIMES_ACCESS_KEY_SECONDS",
+            kind: .integer(1...86_400)
+        ) { if case .integer(let value) = $1 { $0.lifetimes.accessKeySeconds = value } },
+        ConfigurationField(
+            path: "lifetimes.checkoutSessionSeconds",
+            environmentName: "CARDVAULT_LIFETIMES_CHECKOUT_SESSION_SECONDS",
+            kind: .integer(1...86_400)
+        ) { if case .integer(let value) = $1 { $0.lifetimes.checkoutSessionSeconds = value } },
     ]
 
     private static func optionalText(_ value: Value) -> String? {

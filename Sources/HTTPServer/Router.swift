@@ -57,6 +57,16 @@ public struct Router: Sendable {
     public var errorDialect: HTTPErrorDialect = .plain
     private var literalPaths: [String: PatternGroup] = [:]
     private var parameterized: [PatternGroup] = []
+    /// Positions in `parameterized` (ascending, so precedence holds) by segment count and first segment: those
+    /// whose first segment is that literal, and those whose first segment is a parameter. A path is compared only
+    /// with the groups of its shape instead of with every group.
+    private var byFirstLiteral: [Shape: [Int]] = [:]
+    private var byFirstParameter: [Int: [Int]] = [:]
+
+    struct Shape: Hashable, Sendable {
+        var count: Int
+        var first: String
+    }
 
     public init(errorDialect: HTTPErrorDialect = .plain) {
         self.errorDialect = errorDialect
@@ -110,6 +120,17 @@ public struct Router: Sendable {
                 }
                 return lhs.literalCount > rhs.literalCount
             }
+            byFirstLiteral = [:]
+            byFirstParameter = [:]
+            for (position, group) in parameterized.enumerated() {
+                switch group.segments.first {
+                case .literal(let text):
+                    byFirstLiteral[Shape(count: group.segments.count, first: String(text)), default: []].append(
+                        position)
+                case .parameter, nil:
+                    byFirstParameter[group.segments.count, default: []].append(position)
+                }
+            }
         }
         routes.append(route)
     }
@@ -121,7 +142,23 @@ public struct Router: Sendable {
         }
         guard !parameterized.isEmpty, path.hasPrefix("/") else { return .notFound }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        candidates: for group in parameterized where group.segments.count == parts.count {
+        let literal = byFirstLiteral[Shape(count: parts.count, first: parts.first.map(String.init) ?? "")] ?? []
+        let wildcard = byFirstParameter[parts.count] ?? []
+        var nextLiteral = 0
+        var nextWildcard = 0
+        // Both lists ascending: take them merged, in `parameterized` order.
+        candidates: while nextLiteral < literal.count || nextWildcard < wildcard.count {
+            let position: Int
+            if nextWildcard >= wildcard.count
+                || (nextLiteral < literal.count && literal[nextLiteral] < wildcard[nextWildcard])
+            {
+                position = literal[nextLiteral]
+                nextLiteral += 1
+            } else {
+                position = wildcard[nextWildcard]
+                nextWildcard += 1
+            }
+            let group = parameterized[position]
             var parameters: [String: String] = [:]
             for (segment, part) in zip(group.segments, parts) {
                 switch segment {

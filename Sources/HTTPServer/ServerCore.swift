@@ -278,7 +278,7 @@ final class ServerCore: Sendable {
                 // This thread is libmicrohttpd's own (one per connection), never one of the concurrency pool, and
                 // libmicrohttpd cannot suspend a connection in this mode: it waits for the handler's answer. The
                 // daemon never runs this mode (it is not configurable); tests and benchmarks compare it.
-                let answered = DispatchSemaphore(value: 0)
+                let answered = ThreadWakeup()
                 let answer = Locked<Response?>(nil)
                 Task {
                     let response = await Self.invoke(handler, request, router.errorDialect)

@@ -16,7 +16,7 @@ enum MangopayErrorResponse {
         case .idempotencyConflict: (.conflict, "idempotent_creation_conflict")
         case .correlationIdNotFound: (.badRequest, "correlationid_not_found")
         case .rateLimited: (.tooManyRequests, "too_many_requests")
-        case .alreadyExists: (.conflict, "resource_conflict")
+        case .alreadyExists, .concurrentChange: (.conflict, "resource_conflict")
         default: (.serviceUnavailable, "service_unavailable")
         }
     }

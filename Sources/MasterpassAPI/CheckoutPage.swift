@@ -57,7 +57,9 @@ enum CheckoutPage {
             }
             html += "</ul></div>"
         }
-        html += "<form id=\"checkout-form\" method=\"post\" action=\"\(e(base))/submit\" novalidate>"
+        // The page's language rides along in the form's URL (a page view stores nothing).
+        html +=
+            "<form id=\"checkout-form\" method=\"post\" action=\"\(e(base))/submit?locale=\(e(request.locale.rawValue))\" novalidate>"
         if !session.savedCards.isEmpty {
             html += "<fieldset class=\"saved\"><legend>\(e(text[.savedCards]))</legend>"
             for (index, saved) in session.savedCards.enumerated() {

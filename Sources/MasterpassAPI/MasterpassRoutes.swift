@@ -79,6 +79,9 @@ public struct MasterpassRoutes: RouteGroup {
         router.post("/masterpass/checkouts") { request in
             await api.authorized(request) { try await api.register(request, clientId: $0) }
         }
+        router.post("/masterpass/checkouts/:checkoutId/sessions") { request in
+            await api.authorized(request) { try await api.startSession(request, clientId: $0) }
+        }
         router.get("/masterpass/checkouts") { request in
             await api.authorized(request) { try await api.registrations(request, clientId: $0) }
         }
@@ -113,7 +116,12 @@ struct CheckoutPageHandlers: Sendable {
         let locale = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) } ?? .enUS
         do {
             let session = try await checkout.open(queryItems: items)
-            return redirect("/srci/" + session.sessionId)
+            // A locale other than the one the merchant chose rides along in the page URL (nothing is stored).
+            let chosen = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) }
+                .flatMap { $0 == session.request.locale ? nil : $0 }
+            return redirect("/srci/" + session.sessionId + (chosen.map { "?locale=" + $0.rawValue } ?? ""))
+        } catch let error as CheckoutError where error.code == .notFound {
+            return html(CheckoutPage.notFound(locale: locale), 404)
         } catch let error as CheckoutError {
             request.logger.info("checkout refused", ["code": .string(error.code.rawValue)])
             if wantsJSON(request) { return MasterpassErrorResponse(error).makeResponse() }
@@ -129,7 +137,7 @@ struct CheckoutPageHandlers: Sendable {
             guard let session = try await checkout.session(id: request.parameters["sessionId"] ?? "") else {
                 return html(CheckoutPage.notFound(locale: .enUS), 404)
             }
-            return render(checkout.step(for: session), values: CheckoutFormValues())
+            return render(checkout.step(for: session), values: CheckoutFormValues(), locale: Self.locale(request))
         } catch {
             return unexpected(error, request, locale: .enUS)
         }
@@ -158,7 +166,7 @@ struct CheckoutPageHandlers: Sendable {
         do {
             let step = try await checkout.submit(
                 sessionId: request.parameters["sessionId"] ?? "", form: form, signals: signals)
-            return render(step, values: Self.values(fields))
+            return render(step, values: Self.values(fields), locale: Self.locale(request))
         } catch let error as CheckoutError where error.code == .notFound {
             return html(CheckoutPage.notFound(locale: .enUS), 404)
         } catch {
@@ -188,7 +196,17 @@ struct CheckoutPageHandlers: Sendable {
         }
     }
 
-    func render(_ step: CheckoutStep, values: CheckoutFormValues) -> Response {
+    /// The `?locale=` a checkout URL chose for its pages (display only; nil when absent or malformed).
+    static func locale(_ request: Request) -> CheckoutLocale? {
+        (try? request.query())?["locale"].flatMap { CheckoutLocale(parsing: $0) }
+    }
+
+    func render(_ step: CheckoutStep, values: CheckoutFormValues, locale: CheckoutLocale? = nil) -> Response {
+        var step = step
+        if let locale, case .form(var session, let errors) = step {
+            session.request.locale = locale
+            step = .form(session, fieldErrors: errors)
+        }
         switch step {
         case .form(let session, let errors):
             let status: HTTPStatus = errors.isEmpty && session.problem == nil ? .ok : 422
@@ -374,7 +392,8 @@ struct MasterpassHandlers: Sendable {
         let registration = try await checkout.register(
             clientId: clientId, checkoutId: try string(body, "checkoutId"),
             callbackPrefixes: try strings(body, "callbackUrlPrefixes"),
-            allowedCardTypes: try strings(body, "allowedCardTypes"), merchantName: try string(body, "merchantName"))
+            allowedCardTypes: try strings(body, "allowedCardTypes"), merchantName: try string(body, "merchantName"),
+            threeDSPolicy: try string(body, "threeDSPolicy"), cvcPolicy: try string(body, "cvcPolicy"))
         return try json(MasterpassRegistrationView(registration), status: 201)
     }
 
@@ -452,6 +471,8 @@ struct MasterpassRegistrationView: Encodable {
     var allowedCardTypes: [String]
     var merchantName: String
     var creationDate: Int64
+    var threeDSPolicy: String
+    var cvcPolicy: String
 
     init(_ registration: CheckoutRegistration) {
         checkoutId = registration.checkoutId
@@ -459,5 +480,7 @@ struct MasterpassRegistrationView: Encodable {
         allowedCardTypes = registration.allowedCardTypes.map(\.rawValue).sorted()
         merchantName = registration.merchantName
         creationDate = registration.creationDate
+        threeDSPolicy = (registration.threeDSPolicy ?? .merchantChoice).rawValue
+        cvcPolicy = (registration.cvcPolicy ?? .merchantChoice).rawValue
     }
 }

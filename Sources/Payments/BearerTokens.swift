@@ -12,10 +12,13 @@ public struct IssuedToken: Sendable {
 /// Issues and checks OAuth2 client-credentials bearer tokens.
 ///
 /// Tokens are 40 random alphanumeric characters. Only their SHA-256-based digest is kept: in the store (so a
-/// restart does not log merchants out) and in a memory cache in front of it. A token expires after
-/// ``PaymentsConfiguration/bearerTokenLifetime``; expired entries are dropped when met.
+/// restart does not log merchants out) and in a memory cache in front of it, which holds at most
+/// ``PaymentsConfiguration/bearerTokenCacheCapacity`` entries (past it, expired entries go first, then those
+/// that expire soonest; a token dropped from the cache is read from the store again). A token expires after
+/// ``PaymentsConfiguration/bearerTokenLifetime``; expired entries are dropped when met and by the sweeper
+/// (``purgeExpired()``).
 public final class BearerTokens: Sendable {
-    private struct Entry: Codable, Sendable {
+    struct Entry: Codable, Sendable {
         var clientId: String
         var expiresAt: Int64
     }
@@ -43,7 +46,7 @@ public final class BearerTokens: Sendable {
             try await environment.store.put(
                 Collections.bearerTokens, id: digest, value: try RecordCoding.encode(entry), condition: .absent)
         }
-        cache.withLock { $0[digest] = entry }
+        remember(digest, entry)
         return IssuedToken(accessToken: Redacted(token), expiresIn: lifetime)
     }
 
@@ -59,7 +62,7 @@ public final class BearerTokens: Sendable {
         if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest)
         {
             entry = stored.value
-            cache.withLock { $0[digest] = stored.value }
+            remember(digest, stored.value)
         }
         guard let entry else { throw Self.invalid }
         guard now < entry.expiresAt else {
@@ -68,6 +71,38 @@ public final class BearerTokens: Sendable {
             throw Self.invalid
         }
         return entry.clientId
+    }
+
+    /// How many tokens the memory cache holds now.
+    public var cachedCount: Int { cache.withLock { $0.count } }
+
+    /// Puts an entry in the cache, making room first when it is full.
+    private func remember(_ digest: String, _ entry: Entry) {
+        let capacity = max(1, environment.configuration.bearerTokenCacheCapacity)
+        let now = environment.nowSeconds
+        cache.withLock { cache in
+            if cache[digest] == nil, cache.count >= capacity {
+                cache = cache.filter { $0.value.expiresAt > now }
+                if cache.count >= capacity {
+                    // Drop a quarter at once (those that expire soonest), so a full cache is not sorted per insert.
+                    let excess = cache.count - capacity + 1 + capacity / 4
+                    for (key, _) in cache.sorted(by: { $0.value.expiresAt < $1.value.expiresAt }).prefix(excess) {
+                        cache.removeValue(forKey: key)
+                    }
+                }
+            }
+            cache[digest] = entry
+        }
+    }
+
+    /// Drops expired tokens from the memory cache only (the sweeper ends the stored ones); returns how many stay.
+    @discardableResult
+    public func purgeExpiredFromCache() -> Int {
+        let now = environment.nowSeconds
+        return cache.withLock { cache in
+            cache = cache.filter { $0.value.expiresAt > now }
+            return cache.count
+        }
     }
 
     /// Removes expired tokens from memory and the store; returns how many went.

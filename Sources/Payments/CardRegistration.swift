@@ -95,6 +95,11 @@ public struct CardRegistration: Sendable, Equatable, Codable {
     /// Set once a tokenization succeeded: the access key is spent.
     public var pending: PendingCard?
 
+    /// Whether the access key (and with it a tokenized, not yet completed card number) has expired at `now`.
+    public func isPastAccessKeyExpiry(now: Int64, _ configuration: PaymentsConfiguration) -> Bool {
+        Double(now - creationDate) > configuration.accessKeyLifetime
+    }
+
     /// Whether the registration refuses further attempts.
     public func isLocked(_ configuration: PaymentsConfiguration) -> Bool {
         failedAttempts >= configuration.maximumTokenizationFailures
@@ -150,8 +155,13 @@ public struct CardRegistration: Sendable, Equatable, Codable {
         guard registrationData.hasPrefix("data=") else { return .fail(.invalidRegistrationData) }
         let token = registrationData.dropFirst("data=".count)
         guard let pending, ConstantTime.equals(CardRegistration.digest(token: String(token)), pending.tokenDigest)
-        else { return .fail(.invalidRegistrationData) }
-        if Double(now - creationDate) > configuration.registrationLifetime { return .fail(.tokenInputError) }
+        else {
+            return isPastAccessKeyExpiry(now: now, configuration)
+                ? .fail(.tokenInputError) : .fail(.invalidRegistrationData)
+        }
+        // The vaulted number lives until the access key expires (the sweeper removes it then): completing later
+        // fails, whether or not the sweeper has run yet.
+        if isPastAccessKeyExpiry(now: now, configuration) { return .fail(.tokenInputError) }
         return .validate(pending)
     }
 

@@ -273,7 +273,8 @@ public struct CardRegistrationService: Sendable {
         try rules.check()
         return try await retryingOnConflict(
             attempts: 5,
-            exhausted: PaymentsError(.unavailable, "The card registration is being changed by another request; retry")
+            exhausted: PaymentsError(
+                .concurrentChange, "The card registration kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)

@@ -33,7 +33,9 @@ public struct CardService: Sendable {
     /// active card changes nothing; true on a deactivated card is refused.
     public func update(clientId: String, id: String, active: Bool?) async throws -> Card {
         return try await retryingOnConflict(
-            attempts: 5, exhausted: PaymentsError(.unavailable, "The card is being changed by another request; retry")
+            attempts: 5,
+            exhausted: PaymentsError(
+                .concurrentChange, "The card kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Card", id: id)

@@ -9,6 +9,7 @@ import VaultStore
 struct PayInRiskHistory: Sendable {
     let environment: PaymentsEnvironment
     let policy: RiskPolicy
+    let counters: RiskCounters
 
     static let attempts = Collections.riskAttempts
     static let failures = Collections.riskFailures
@@ -62,29 +63,35 @@ struct PayInRiskHistory: Sendable {
         clientId + ":" + dimension + ":" + value + ":"
     }
 
-    /// The signals for a new transaction of `amount` with these keys, at `now`.
+    /// The signals for a new transaction of `amount` with these keys, at `now`, from the counters (each seeded
+    /// from the history records the first time it is needed; see ``RiskCounters``).
     func signals(clientId: String, keys: Keys, amount: Int64, currency: String, now: Int64) async throws -> RiskSignals
     {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
-        func recent(_ collection: String, _ dimension: String, _ value: String) async throws -> [Record] {
+        let store = environment.store
+        /// The events of one dimension of one collection within the window.
+        func recent(_ collection: String, _ dimension: String, _ value: String) async throws -> [RiskCounters.Event] {
             let prefix = Self.prefix(clientId, dimension, value)
-            return try await environment.store.scan(
-                collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
+            let key = Self.counterKey(collection, prefix)
+            do {
+                return try await counters.events(key, since: since) {
+                    let records = try await store.scan(
+                        collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
+                    return records.compactMap { Self.event(from: $0, prefix: prefix) }
+                }
+            } catch {
+                counters.abandon(key)
+                throw error
+            }
         }
-        // Plain counts come from the store's index: no value is read.
-        func count(_ dimension: String, _ value: String) async throws -> Int {
-            let prefix = Self.prefix(clientId, dimension, value)
-            return try await environment.store.count(
-                Self.attempts, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
-        }
-        signals.recentByCard = try await count("card", keys.fingerprint)
-        signals.recentByUser = try await count("user", keys.userId)
-        if let ip = keys.ipAddress, !ip.isEmpty { signals.recentByIP = try await count("ip", ip) }
+        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint).count
+        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId).count
+        if let ip = keys.ipAddress, !ip.isEmpty { signals.recentByIP = try await recent(Self.attempts, "ip", ip).count }
         if let device = keys.deviceId {
             let entries = try await recent(Self.attempts, "device", device)
             signals.recentByDevice = entries.count
-            var cards = Set(entries.map { String(decoding: $0.value, as: UTF8.self) })
+            var cards = Set(entries.map(\.detail))
             cards.insert(keys.fingerprint)
             signals.distinctCardsOnDevice = cards.count
         } else {
@@ -93,12 +100,55 @@ struct PayInRiskHistory: Sendable {
         // A failure is indexed under its card and its user: count each failed transaction once.
         let failed =
             try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
-        signals.recentFailures = Set(failed.map { $0.id.split(separator: ":").last.map(String.init) ?? $0.id }).count
-        signals.userHistory = try await environment.store.scan(
-            Self.successes, prefix: Self.prefix(clientId, "user", keys.userId) + currency + ":", after: nil,
-            limit: Self.countLimit
-        ).compactMap { Int64(String(decoding: $0.value, as: UTF8.self)) }
+        signals.recentFailures = Set(failed.map(\.transactionId)).count
+        let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
+        let successKey = Self.counterKey(Self.successes, successPrefix)
+        do {
+            signals.userHistory = try await counters.events(successKey, since: nil) {
+                try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
+                    .compactMap { Self.event(from: $0, prefix: successPrefix) }
+            }.compactMap { Int64($0.detail) }
+        } catch {
+            counters.abandon(successKey)
+            throw error
+        }
         return signals
+    }
+
+    /// The counter of one collection's entries under one prefix.
+    private static func counterKey(_ collection: String, _ prefix: String) -> String { collection + "|" + prefix }
+
+    /// The event a history record stands for: its id is `prefix` + 12-digit stamp + ":" + transaction id, its value
+    /// the detail (a fingerprint, an amount, or nothing).
+    static func event(from record: Record, prefix: String) -> RiskCounters.Event? {
+        let rest = record.id.utf8.dropFirst(prefix.utf8.count)
+        guard rest.count > 13, let colon = rest.firstIndex(of: 0x3A),
+            let stamp = Int64(String(decoding: rest[..<colon], as: UTF8.self))
+        else { return nil }
+        return RiskCounters.Event(
+            stamp: stamp, transactionId: String(decoding: rest[rest.index(after: colon)...], as: UTF8.self),
+            detail: String(decoding: record.value, as: UTF8.self))
+    }
+
+    /// The counter events of the history writes `writes` (for ``RiskCounters/record(_:)`` once they are durable).
+    static func counterEvents(_ writes: [RecordWrite]) -> [(key: String, event: RiskCounters.Event)] {
+        var events: [(key: String, event: RiskCounters.Event)] = []
+        for write in writes {
+            guard case .put(let collection, let id, let value, _) = write,
+                collection == attempts || collection == failures || collection == successes
+            else { continue }
+            // The prefix ends before the 12-digit stamp: the last ':' before it.
+            let utf8 = Array(id.utf8)
+            guard let lastColon = utf8.lastIndex(of: 0x3A), lastColon >= 13, utf8[lastColon - 13] == 0x3A else {
+                continue
+            }
+            let prefix = String(decoding: utf8[...(lastColon - 13)], as: UTF8.self)
+            let record = Record(collection: collection, id: id, version: 1, value: value)
+            if let event = event(from: record, prefix: prefix) {
+                events.append((counterKey(collection, prefix), event))
+            }
+        }
+        return events
     }
 
     /// The index writes recording an attempt (made when the transaction is created).

@@ -39,7 +39,8 @@ extension PayInService {
         try rules.check()
         return try await retryingOnConflict(
             attempts: 10,
-            exhausted: PaymentsError(.unavailable, "The pay-in is being changed by another request; retry")
+            exhausted: PaymentsError(
+                .concurrentChange, "The pay-in or its wallet kept changing under this refund; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: payInId, purpose: .payIn) else {
                 throw PaymentsError.notFound("PayIn", id: payInId)

@@ -34,6 +34,10 @@ public struct PayInService: Sendable {
     let securityCodes: SecurityCodeHold
     public let sandbox: SandboxBehaviour
     public let riskEngine: RiskEngine
+    /// The risk history's counters (one set per service: every pay-in of the daemon goes through it).
+    let riskCounters = RiskCounters()
+    /// Turns on wallets, for the credits of concurrent pay-ins.
+    let walletTurns = HotRecordQueue<Wallet>()
 
     static let payIns = Collections.payIns
     static let validations = Collections.validations
@@ -57,7 +61,9 @@ public struct PayInService: Sendable {
         self.riskEngine = riskEngine
     }
 
-    private var history: PayInRiskHistory { PayInRiskHistory(environment: environment, policy: riskEngine.policy) }
+    private var history: PayInRiskHistory {
+        PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
+    }
 
     private static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
         purpose == .payIn ? payIns : validations
@@ -471,7 +477,8 @@ public struct PayInService: Sendable {
     {
         return try await retryingOnConflict(
             attempts: 10,
-            exhausted: PaymentsError(.unavailable, "The transaction is being changed by another request; retry")
+            exhausted: PaymentsError(
+                .concurrentChange, "The transaction kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
                 throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
@@ -514,11 +521,23 @@ public struct PayInService: Sendable {
         let keys = PayInRiskHistory.Keys(
             fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId
         )
-        // A conflict on the wallet or the card reads them again (the helper's retry); one on the transaction itself
+        // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
+        // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
+        // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
+        let walletKey =
+            actions.contains(.creditWallet)
+            ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
         let written = try await retryingOnConflict(
-            attempts: 10, exhausted: PaymentsError(.unavailable, "Too many concurrent changes; retry")
+            attempts: 10,
+            exhausted: PaymentsError(
+                .concurrentChange, "The wallet or card of this transaction kept changing under it; nothing was written")
         ) { () async throws -> Result<PayIn, StoreError> in
+            var turn: HotRecordQueue<Wallet>.Turn?
+            if let walletKey { turn = await walletTurns.take(walletKey) }
+            defer { turn?.finish(failed: false) }
+            let handedWallet = turn?.latest
+            var writtenWallet: Stored<Wallet>?
             var writes: [RecordWrite] = [
                 .put(
                     collection: Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id),
@@ -535,9 +554,16 @@ public struct PayInService: Sendable {
             for action in actions {
                 switch action {
                 case .creditWallet:
-                    guard let walletId = payIn.creditedWalletId,
-                        let storedWallet = try await wallets.read(clientId: payIn.clientId, id: walletId)
-                    else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
+                    guard let walletId = payIn.creditedWalletId else {
+                        throw PaymentsError(.invalidState, "The credited wallet no longer exists")
+                    }
+                    var storedWallet = handedWallet
+                    if storedWallet == nil {
+                        storedWallet = try await wallets.read(clientId: payIn.clientId, id: walletId)
+                    }
+                    guard let storedWallet else {
+                        throw PaymentsError(.invalidState, "The credited wallet no longer exists")
+                    }
                     let version = storedWallet.version
                     var credited = storedWallet.value
                     credited.balance = try Self.checked(
@@ -546,6 +572,7 @@ public struct PayInService: Sendable {
                         .put(
                             collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                             value: try RecordCoding.encode(credited), condition: .version(version)))
+                    writtenWallet = Stored(value: credited, version: version + 1)
                 case .markCard(let valid):
                     guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
                         found.value.validity == .unknown
@@ -563,13 +590,21 @@ public struct PayInService: Sendable {
                 }
             }
             do {
-                try await mapStoreErrors { try await environment.store.commit(writes) }
+                let handing = writtenWallet
+                let currentTurn = turn
+                try await mapStoreErrors {
+                    try await environment.store.commit(writes, whenQueued: { currentTurn?.hand(handing) })
+                }
             } catch let error as StoreError where error.code == .conflict {
+                // What the previous change handed on did not hold, or another writer got there: wait until the
+                // change this one built on is done, so that the next attempt reads what it left.
+                await turn?.settle()
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
                 if current?.version != previousVersion { return .failure(error) }
                 throw error
             }
+            riskCounters.record(PayInRiskHistory.counterEvents(writes))
             if actions.contains(.wipeSecurityCode) {
                 securityCodes.discard(clientId: payIn.clientId, cardId: payIn.cardId)
             }

@@ -30,10 +30,19 @@ public struct PaymentsConfiguration: Sendable {
     /// reservation counts as never made, so a client whose first attempt died with the process (a
     /// crash mid-request) can retry instead of getting 409 until ``idempotencyRetention`` ends.
     public var idempotencyInProgressTimeout: TimeInterval
-    /// How long a created registration may stay unfinished before it is no longer usable (24 hours).
+    /// How long a card registration that never became `VALIDATED` is kept (24 hours). Its vaulted card number,
+    /// if the browser tokenized one, goes earlier: at the access key's expiry (``accessKeyLifetime``), after which
+    /// the registration can no longer be completed.
     public var registrationLifetime: TimeInterval
     /// BIN prefixes → issuer country, for the Card object's `Country`.
     public var countryTable: CountryTable
+    /// How long a profiling attempt (the device signals of a tokenization) is kept for the risk scoring of the
+    /// pay-ins that name it (7 days).
+    public var profilingAttemptRetention: TimeInterval
+    /// How long the amount of a succeeded transaction is kept as the user's history for the risk rules (1 year).
+    public var riskHistoryRetention: TimeInterval
+    /// Most bearer tokens the memory cache in front of the store holds.
+    public var bearerTokenCacheCapacity: Int
 
     public init(
         publicBaseURL: String = "http://127.0.0.1:8080",
@@ -49,7 +58,10 @@ public struct PaymentsConfiguration: Sendable {
         idempotencyRetention: TimeInterval = 24 * 3600,
         idempotencyInProgressTimeout: TimeInterval = 60,
         registrationLifetime: TimeInterval = 24 * 3600,
-        countryTable: CountryTable = .sandbox
+        countryTable: CountryTable = .sandbox,
+        profilingAttemptRetention: TimeInterval = 7 * 86_400,
+        riskHistoryRetention: TimeInterval = 365 * 86_400,
+        bearerTokenCacheCapacity: Int = 10_000
     ) {
         var base = publicBaseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -67,5 +79,8 @@ public struct PaymentsConfiguration: Sendable {
         self.idempotencyInProgressTimeout = idempotencyInProgressTimeout
         self.registrationLifetime = registrationLifetime
         self.countryTable = countryTable
+        self.profilingAttemptRetention = profilingAttemptRetention
+        self.riskHistoryRetention = riskHistoryRetention
+        self.bearerTokenCacheCapacity = bearerTokenCacheCapacity
     }
 }

@@ -31,6 +31,9 @@ public struct PaymentsError: CodedError, Equatable {
         public static let rateLimited = Code("rateLimited")
         /// The store cannot write now. HTTP 503.
         public static let unavailable = Code("unavailable")
+        /// A change that cannot proceed because its record kept changing under it (after waiting its turn and
+        /// retrying); nothing was written and the message says which record. HTTP 409.
+        public static let concurrentChange = Code("concurrentChange")
         /// A record with this id exists already (client names, for instance).
         public static let alreadyExists = Code("alreadyExists")
     }

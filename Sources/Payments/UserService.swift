@@ -52,7 +52,9 @@ public struct UserService: Sendable {
     /// Applies the fields `changes` sets to user `id` (of `type`), validates the result and stores it.
     public func update(clientId: String, id: String, type: PersonType, changes: UserFields) async throws -> User {
         return try await retryingOnConflict(
-            attempts: 5, exhausted: PaymentsError(.unavailable, "The user is being changed by another request; retry")
+            attempts: 5,
+            exhausted: PaymentsError(
+                .concurrentChange, "The user kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id), found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }

@@ -88,7 +88,9 @@ public struct WalletService: Sendable {
         rules.length(tag, "Tag")
         try rules.check()
         return try await retryingOnConflict(
-            attempts: 5, exhausted: PaymentsError(.unavailable, "The wallet is being changed by another request; retry")
+            attempts: 5,
+            exhausted: PaymentsError(
+                .concurrentChange, "The wallet kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Wallet", id: id)

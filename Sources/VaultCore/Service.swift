@@ -7,7 +7,7 @@ import Foundation
 /// ``ServiceGroup`` runs every service of a process and awaits all of them before it closes the
 /// resources they use (the store last).
 public protocol Service: Sendable {
-    /// A short name for logs ("http", "admin-socket", "challenge-sweeper").
+    /// A short name for logs ("http", "admin-socket", "record-sweeper").
     var name: String { get }
 
     /// Runs until the calling task is cancelled; returns once the service has stopped.

@@ -182,6 +182,10 @@ extension EncryptedFileStore {
                 start += 256
                 var relocations: [Relocation] = []
                 for (key, location) in chunk {
+                    if options.valueUpgrade != nil, let upgraded = try upgradedRelocation(key, location, in: segment) {
+                        relocations.append(upgraded)
+                        continue
+                    }
                     let bytes = try segment.file.read(count: Int(location.length), at: UInt64(location.offset))
                     let namesEnd = RecordFrame.fixedHeaderSize + key.collection.utf8.count + key.id.utf8.count
                     let sealedEnd = bytes.count - RecordFrame.trailerSize
@@ -211,6 +215,39 @@ extension EncryptedFileStore {
             try fileSystem.removeFile(segmentPath(number))
             try fileSystem.syncDirectory(segmentsDirectory)
             return (moved, size)
+        }
+    }
+
+    /// A relocation that carries a record's value in the current format (``FileStoreOptions/valueUpgrade``),
+    /// sealed again under the current data key at the same record version; nil when the value needs no upgrade
+    /// (or cannot be read: the frame is then moved as it is, and reads report the damage).
+    private func upgradedRelocation(
+        _ key: RecordKey, _ location: RecordLocation, in segment: Segment
+    ) throws -> Relocation? {
+        guard let upgrade = options.valueUpgrade,
+            let value = try? open(key.collection, key.id, location, in: segment),
+            let upgraded = upgrade(key.collection, value)
+        else { return nil }
+        let reservation = try keyRing.reserveSeals(1)
+        if let rotation = reservation.rotation { logAutomaticRotation(rotation) }
+        let sealed = try sealed(
+            upgraded, for: key, keyVersion: reservation.version, key: reservation.key, version: location.version)
+        return Relocation(key: key, expected: location, frame: sealed, keyVersion: reservation.version)
+    }
+
+    /// A complete frame for `value` of record `key` at `version`, sealed under `key`.
+    private func sealed(
+        _ value: [UInt8], for recordKey: RecordKey, keyVersion: UInt32, key: SymmetricKey, version: UInt64
+    ) throws -> [UInt8] {
+        let aad = withBytes(recordKey.collection) { collection in
+            withBytes(recordKey.id) { id in
+                RecordFrame.authenticatedData(
+                    kind: .put, collection: collection, id: id, keyVersion: keyVersion, recordVersion: version)
+            }
+        }
+        let sealed = try AESGCM.seal(value, using: key, authenticating: aad)
+        return sealed.withUnsafeBytes {
+            Self.frame(for: recordKey, keyVersion: keyVersion, version: version, sealed: $0)
         }
     }
 
@@ -398,18 +435,10 @@ extension EncryptedFileStore {
                     unsealed -= 1
                     let key = (version: grant!.version, key: grant!.key)
                     do {
-                        let value = try open(recordKey.collection, recordKey.id, location, in: segment)
-                        let aad = withBytes(recordKey.collection) { collection in
-                            withBytes(recordKey.id) { id in
-                                RecordFrame.authenticatedData(
-                                    kind: .put, collection: collection, id: id, keyVersion: key.version,
-                                    recordVersion: location.version)
-                            }
-                        }
-                        let sealed = try AESGCM.seal(value, using: key.key, authenticating: aad)
-                        let frame = sealed.withUnsafeBytes {
-                            Self.frame(for: recordKey, keyVersion: key.version, version: location.version, sealed: $0)
-                        }
+                        var value = try open(recordKey.collection, recordKey.id, location, in: segment)
+                        if let upgraded = options.valueUpgrade?(recordKey.collection, value) { value = upgraded }
+                        let frame = try sealed(
+                            value, for: recordKey, keyVersion: key.version, key: key.key, version: location.version)
                         relocations.append(
                             Relocation(key: recordKey, expected: location, frame: frame, keyVersion: key.version))
                     } catch let error as StoreError where error.code == .corrupted {

@@ -28,6 +28,10 @@ public struct FileStoreOptions: Sendable {
     public var logger: Logger
     /// When the current data key is replaced by itself (seal count and age limits).
     public var keyRotation: KeyRotationPolicy
+    /// Moves stored values to a newer format: given a record's collection and plaintext value, the value in the
+    /// current format, or nil to leave it as it is. Rewrap and compaction apply it to every record they move, so
+    /// records written by an earlier build (JSON) move forward. The domain layer sets it; nil keeps values.
+    public var valueUpgrade: (@Sendable (_ collection: String, _ value: [UInt8]) -> [UInt8]?)?
     /// A group of at least this many writes is indexed later: while the next group syncs, or by
     /// the first reader of the index. Under heavy write load (large groups) this takes the index
     /// update out of the writers' CPU-bound way back; a smaller group is indexed at once, since
@@ -150,11 +154,11 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     private let lock: DataDirectoryLock
     let state: Locked<State>
     let intake = Locked(Intake())
-    private let wake = DispatchSemaphore(value: 0)
-    private let flusherDone = DispatchSemaphore(value: 0)
+    private let wake = ThreadWakeup()
+    private let flusherDone = ThreadWakeup()
     /// Signalled before each sync: the indexer thread then makes the last group's index update.
-    private let indexerWake = DispatchSemaphore(value: 0)
-    private let indexerDone = DispatchSemaphore(value: 0)
+    private let indexerWake = ThreadWakeup()
+    private let indexerDone = ThreadWakeup()
     /// Serialises checkpoints and segment removal.
     let maintenance = Locked<Void>(())
     let compacting = Locked<Bool>(false)
@@ -647,6 +651,15 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        try await commit(writes, whenQueued: {})
+    }
+
+    /// ``commit(_:)``; `whenQueued` runs once the batch is in the flusher's queue (whose order is the order in
+    /// which conditions are checked), or at once when it is refused before that.
+    @discardableResult
+    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64] {
+        var queued = false
+        defer { if !queued { whenQueued() } }
         guard !writes.isEmpty else { return [] }
         for write in writes {
             try RecordName.validate(write.collection, what: "collection")
@@ -657,8 +670,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
         }
         let batch = QueuedBatch(writes)
+        queued = true
         return try await withUnsafeThrowingContinuation { (waiter: Waiter) in
             enqueue(.writes(batch, waiter))
+            whenQueued()
         }
     }
 

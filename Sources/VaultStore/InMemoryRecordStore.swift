@@ -7,6 +7,11 @@ public final class InMemoryRecordStore: RecordStore {
 
     public init() {}
 
+    /// The collections that hold at least one record.
+    public var collectionNames: Set<String> {
+        collections.withLock { Set($0.filter { !$0.value.isEmpty }.keys) }
+    }
+
     public func get(_ collection: String, id: String) async throws -> Record? {
         collections.withLock { $0[collection]?[id] }
     }

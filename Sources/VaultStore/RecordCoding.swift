@@ -1,22 +1,79 @@
 import Foundation
 
-/// Encodes domain records as JSON for the store and back. Stored records are internal: their field names are the
-/// Swift property names, not the wire's.
+/// Encodes domain records for the store and back. Record types with a binary codec (``BinaryRecord``, see
+/// ``BinaryRecordFormat``) are written in it; the others, and every record written before it, are JSON whose field
+/// names are the Swift property names (stored records are internal, not the wire). Each stored value carries its
+/// format in its first byte, so a reader takes either.
 public enum RecordCoding {
+    /// JSON, for record types without a binary codec.
     public static func encode(_ value: some Encodable) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(value))
     }
 
+    /// Decodes a record in whichever format it was stored (a binary one only for a type with a binary codec).
     public static func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
+        if isBinary(record.value), let binary = type as? any BinaryRecord.Type {
+            return try decodeBinaryRecord(binary, record.value) as! T
+        }
+        return try decodeJSON(type, from: record)
+    }
+
+    private static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord
+    {
+        try decodeBinary(type, value)
+    }
+
+    public static func decodeJSON<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
         try JSONDecoder().decode(type, from: Data(record.value))
     }
+
+    /// Encodes a record in the binary format, header first.
+    public static func encode<T: BinaryRecord>(_ value: T) throws -> [UInt8] {
+        var writer = BinaryRecordWriter()
+        writer.bytes.append(BinaryRecordFormat.marker)
+        writer.bytes.append(BinaryRecordFormat.version)
+        writer.bytes.append(T.recordKind)
+        value.encode(to: &writer)
+        return writer.bytes
+    }
+
+    /// Decodes a record of a type with a binary codec: the binary format, or JSON written by earlier builds.
+    public static func decode<T: BinaryRecord>(_ type: T.Type, from record: Record) throws -> T {
+        if isBinary(record.value) { return try decodeBinary(type, record.value) }
+        return try decodeJSON(type, from: record)
+    }
+
+    public static func decodeBinary<T: BinaryRecord>(_ type: T.Type, _ value: [UInt8]) throws -> T {
+        try value.withUnsafeBytes { raw in
+            guard raw.count >= BinaryRecordFormat.headerSize, raw[0] == BinaryRecordFormat.marker else {
+                throw BinaryRecordError("not a binary record")
+            }
+            guard raw[1] == BinaryRecordFormat.version else {
+                throw BinaryRecordError("binary record format version \(raw[1]) is not known to this build")
+            }
+            guard raw[2] == T.recordKind else {
+                throw BinaryRecordError("a binary record of kind \(raw[2]) read as kind \(T.recordKind)")
+            }
+            var reader = BinaryRecordReader(raw, from: BinaryRecordFormat.headerSize)
+            return try T(from: &reader)
+        }
+    }
+
+    /// Whether a stored value is in the binary format.
+    public static func isBinary(_ value: [UInt8]) -> Bool { value.first == BinaryRecordFormat.marker }
 }
 
 extension RecordStore {
     /// Reads and decodes one record, or nil when absent.
     public func read<T: Decodable>(_ type: T.Type, _ collection: String, id: String) async throws -> Stored<T>? {
+        guard let record = try await get(collection, id: id) else { return nil }
+        return Stored(value: try RecordCoding.decode(type, from: record), version: record.version)
+    }
+
+    /// Reads and decodes one record of a type with a binary codec, or nil when absent.
+    public func read<T: BinaryRecord>(_ type: T.Type, _ collection: String, id: String) async throws -> Stored<T>? {
         guard let record = try await get(collection, id: id) else { return nil }
         return Stored(value: try RecordCoding.decode(type, from: record), version: record.version)
     }

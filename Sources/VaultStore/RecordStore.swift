@@ -69,6 +69,15 @@ public protocol RecordStore: Sendable {
     @discardableResult
     func commit(_ writes: [RecordWrite]) async throws -> [UInt64]
 
+    /// ``commit(_:)``, calling `whenQueued` once the batch has its place in the store's order of writes (before
+    /// it is durable), or, for a store without such an order, once it is done. A batch committed after
+    /// `whenQueued` ran has its conditions checked after this one's writes: a caller that knows the new
+    /// versions may hand them to the next writer of the same record, whose conditional write then follows this
+    /// one in the same or the next group commit, instead of waiting for this one's sync. `whenQueued` runs
+    /// exactly once, also when the commit fails (then it may run before the throw, having queued nothing).
+    @discardableResult
+    func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64]
+
     /// Records of `collection` whose id starts with `prefix`, in ascending id order, starting after
     /// `after` (exclusive), at most `limit` of them.
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record]
@@ -78,6 +87,13 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// Without an order of queued writes: `whenQueued` runs once the commit is done (or failed).
+    @discardableResult
+    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64] {
+        defer { whenQueued() }
+        return try await commit(writes)
+    }
+
     /// Counts by scanning; stores that can count from their index without opening values do so.
     public func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
         try await scan(collection, prefix: prefix, after: after, limit: limit).count

@@ -19,10 +19,12 @@ struct BenchOptions {
     var reportPath: String?
     /// Lists the suites and exits.
     var list = false
+    /// Records a perf profile of the daemon during the tokenization runs and prints its top frames.
+    var profile = false
 
     static let usage = """
         usage: cardvault-bench [SUITE ...] [--filter NAME] [--quick] [--root DIR] [--results DIR] \
-        [--report FILE] [--list]
+        [--report FILE] [--list] [--profile]
 
         Runs the tokenization benchmark suites side by side with their anchors, prints a table of
         medians and ratios, writes bench/results/<timestamp>.json and bench/report.html.
@@ -32,6 +34,8 @@ struct BenchOptions {
           --results DIR          where JSON results go (default: ROOT/bench/results)
           --report FILE          the HTML report (default: ROOT/bench/report.html)
           --list                 list the suites and exit
+          --profile              record a perf profile (cpu-clock) of the daemon during the HTTP suite's
+                                 tokenization runs and print its top frames (needs perf)
         """
 
     /// Parses `arguments` (without the program name).
@@ -56,6 +60,7 @@ struct BenchOptions {
             switch name {
             case "--quick": options.quick = true
             case "--list": options.list = true
+            case "--profile": options.profile = true
             case "--filter": options.filters.append(try inline ?? value(name))
             case "--root": options.root = try inline ?? value(name)
             case "--results": options.resultsDirectory = try inline ?? value(name)

@@ -32,8 +32,11 @@ final class CardVaultServer {
          "cardsPerDeviceChallenge": 1000000000, "cardsPerDeviceBlock": 1000000000}
         """
 
-    /// The release binary the Makefile builds.
-    static func binary(in context: SuiteContext) -> String { context.root + "/.build/release/cardvault" }
+    /// The release binary the Makefile builds, or CARDVAULT_BENCH_BIN (to measure another build, e.g. an older
+    /// commit's, side by side with the same bench).
+    static func binary(in context: SuiteContext) -> String {
+        ProcessInfo.processInfo.environment["CARDVAULT_BENCH_BIN"] ?? context.root + "/.build/release/cardvault"
+    }
 
     /// True when the built `cardvault` lists a `serve` command.
     static func canServe(in context: SuiteContext) -> Bool {
@@ -110,6 +113,12 @@ final class CardVaultServer {
 
     /// Kills the daemon with SIGKILL (no shutdown, no final flush), as a crash would.
     func crash() { child.kill() }
+
+    /// The daemon's process id.
+    var processID: pid_t { child.pid }
+
+    /// The daemon's user + system CPU seconds so far (/proc), to charge a run's CPU to its requests.
+    var cpuSeconds: Double? { ProcessCPU.seconds(of: child.pid) }
 
     /// Starts the daemon again on the same directories (after ``crash()`` or ``stop()``).
     func restart() throws {

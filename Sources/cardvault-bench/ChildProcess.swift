@@ -14,7 +14,7 @@ final class ChildProcess {
         var cpuSeconds: Double
     }
 
-    private let pid: pid_t
+    let pid: pid_t
     private var exitStatus: Int32?
     private var cpuSeconds = 0.0
     private let outputPath: String
@@ -138,10 +138,10 @@ final class ChildProcess {
     /// True while the background program runs.
     var isRunning: Bool { poll() }
 
-    /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL.
-    func stop(grace: Double = 5) {
+    /// Sends SIGTERM (or `signal`), waits up to `grace` seconds, then SIGKILL.
+    func stop(grace: Double = 5, signal: Int32 = SIGTERM) {
         guard poll() else { return }
-        Glibc.kill(pid, SIGTERM)
+        Glibc.kill(pid, signal)
         let deadline = Date().addingTimeInterval(grace)
         while poll() && Date() < deadline { usleep(5_000) }
         if poll() {

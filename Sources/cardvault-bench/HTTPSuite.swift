@@ -52,6 +52,7 @@ struct HTTPSuite: BenchSuite {
         var generator: [String] = []
         var flowRates: [String] = []
         var refusedSamples: [String] = []
+        var cpuLines: [(name: String, cpu: CPUPerRequest, warmup: Bool)] = []
         for connections in Self.connectionCounts {
             let label = "\(connections) conn\(connections == 1 ? "" : "s")"
             let nginxLoad = WrkLoad(
@@ -59,6 +60,8 @@ struct HTTPSuite: BenchSuite {
             let anchor = Side.measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) })
             var flowSide = Side.unavailable(serverNote)
             let flowCounts = CompletedCounter()
+            let flowCPU = CPUPerRequest()
+            cpuLines.append(("registration flow, \(label)", flowCPU, true))
             if let server, let setup {
                 let load = WrkLoad(
                     url: server.url, script: wrkDirectory + "/flow.lua", connections: connections,
@@ -67,7 +70,9 @@ struct HTTPSuite: BenchSuite {
                 let counter = flowCounts
                 flowSide = .measured(
                     Workload(label: "cardvault serve, registration flow") { seconds in
-                        let (sample, report) = try load.runReporting(seconds: seconds)
+                        let (sample, report) = try flowCPU.measure(server, requests: \.1.requests) {
+                            try load.runReporting(seconds: seconds)
+                        }
                         counter.add(report.completed ?? 0, seconds: report.duration_us / 1e6)
                         if (report.refused ?? 0) > 0 { counter.refusal = "flow: \(report.refused!) refused" }
                         return sample
@@ -96,12 +101,16 @@ struct HTTPSuite: BenchSuite {
                     threadPerConnection: true)
                 let plan = context.loadPlan
                 var samples: [Sample] = []
+                let payInCPU = CPUPerRequest()
+                cpuLines.append(("pay-in (frictionless), \(label)", payInCPU, false))
                 do {
                     context.progress.step("\(context.suiteName) › pay-in, \(label) › warm-up")
                     _ = try load.runReporting(seconds: plan.warmupSeconds)
                     for run in 0..<plan.runs {
                         context.progress.step("\(context.suiteName) › pay-in, \(label) › run \(run + 1)/\(plan.runs)")
-                        let (sample, report) = try load.runReporting(seconds: plan.seconds)
+                        let (sample, report) = try payInCPU.measure(server, requests: \.1.requests) {
+                            try load.runReporting(seconds: plan.seconds)
+                        }
                         var counted = sample
                         counted.rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
                         samples.append(counted)
@@ -124,11 +133,48 @@ struct HTTPSuite: BenchSuite {
             comparisons.append(payIn)
         }
 
+        var oneWalletNote: String?
+        if let server, let setup,
+            let distinct = comparisons.last(where: { $0.name == "pay-in (frictionless), 64 conns" })?.subject
+        {
+            let (comparison, note) = oneWallet(server: server, setup: setup, distinct: distinct, context: context)
+            comparisons.append(comparison)
+            oneWalletNote = note
+        }
+
+        // The tokenization POST at 16 connections, with one wrk thread per connection and with wrk -t2.
+        for shared in [false, true] {
+            let runs = TokenizationRuns()
+            let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: 16, threadPerConnection: !shared)
+            let threads = nginxLoad.threads
+            var side = Side.unavailable(serverNote)
+            if let server, let setup {
+                side = .measured(
+                    Workload(label: "cardvault serve, tokenization POST") { seconds in
+                        try runs.run(
+                            seconds: seconds, server: server, setup: setup, connections: 16, context: context,
+                            shared: shared)
+                    })
+            }
+            let line = context.compare(
+                "tokenization POST alone, 16 conns, wrk -t\(threads)", unit: "req/s", subject: side,
+                anchor: .measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) }),
+                plan: context.loadPlan,
+                note: "only acknowledged tokenizations count; wrk -t\(threads) -c16 on both sides"
+                    + (shared
+                        ? " (several connections per wrk thread, tokenize-shared.lua)" : " (one thread per connection)")
+            )
+            comparisons.append(line)
+            cpuLines.append(("tokenization POST alone, 16 conns, wrk -t\(threads)", runs.cpu, true))
+        }
+
         let connections = Self.tokenizationConnections
         let label = "\(connections) conns"
         let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
         var tokenizeSide = Side.unavailable(serverNote)
         let tokenization = TokenizationRuns()
+        let tokenizeCPU = tokenization.cpu
+        cpuLines.append(("tokenization POST alone, \(label)", tokenizeCPU, true))
         if let server, let setup {
             tokenizeSide = .measured(
                 Workload(label: "cardvault serve, tokenization POST") { seconds in
@@ -163,8 +209,39 @@ struct HTTPSuite: BenchSuite {
                 p99.flatMap { p99 in durable.map { ratio >= 0.5 && p99 < 5000 && $0 } }
             })
         comparisons.append(tokenize)
+        comparisons.append(peerLine(tokenize, context: context, notes: &notes))
         if let registrations = tokenization.registrationsNote { notes.append(registrations) }
+        if context.options.profile {
+            if tokenization.profileFrames.isEmpty {
+                notes.append("Profile: none recorded (perf missing or the tokenization runs failed).")
+            } else {
+                let text = tokenization.profileFrames.joined(separator: "\n    ")
+                notes.append(
+                    "Profile of the daemon during the last tokenization run (perf record -e cpu-clock -g -p, self "
+                        + "time by library and symbol):\n    " + text)
+                print("\nTop frames of the daemon during the tokenization POST (self time):\n    " + text)
+            }
+        }
 
+        for line in cpuLines {
+            var comparison = Comparison(name: "daemon CPU per request: " + line.name, unit: "CPU µs/req")
+            if let median = line.cpu.median(droppingWarmup: line.warmup) {
+                let timed =
+                    line.warmup && line.cpu.micros.count > 1 ? Array(line.cpu.micros.dropFirst()) : line.cpu.micros
+                comparison.subject = Series(
+                    label: "cardvault serve, user + system CPU / requests answered",
+                    samples: timed.map { Sample(rate: $0) })
+                comparison.subject?.median = median
+            } else {
+                comparison.subjectNote = serverNote
+            }
+            comparison.anchorNote = "none (CPU time)"
+            comparison.note =
+                "the daemon's user + system CPU (/proc/<pid>/stat) over each timed run divided by the "
+                + "requests answered; lower is better, and stable on a noisy machine where rates are not"
+            comparisons.append(comparison)
+        }
+        if let oneWalletNote { notes.append(oneWalletNote) }
         if !flowRates.isEmpty {
             notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".")
         }
@@ -175,6 +252,111 @@ struct HTTPSuite: BenchSuite {
                 + "subject gets; nginx's rate is what that wrk set-up can deliver on this machine. wrk CPU (user + "
                 + "system / wall, in cores): " + generator.joined(separator: "; ") + ".")
         return comparisons
+    }
+
+    /// The HTTP tokenization line (subject as measured above) against PostgreSQL + pgcrypto doing tokenize-and-store
+    /// over its own protocol at the same 64 connections (pgbench, the peer suite's script), measured in this run.
+    private func peerLine(_ tokenize: Comparison, context: SuiteContext, notes: inout [String]) -> Comparison {
+        let clients = Self.tokenizationConnections
+        var comparison = Comparison(
+            name: "tokenization POST over HTTP vs PostgreSQL + pgcrypto, 64 conns", unit: "cards/s",
+            subject: tokenize.subject, subjectNote: tokenize.subjectNote)
+        comparison.note =
+            "subject: the tokenization line above (HTTP, registration check, profiling record, fsync); "
+            + "anchor: pgbench -c\(clients) -M prepared running bench/peer/tokenize.sql (token, HMAC fingerprint, "
+            + "pgp_sym_encrypt, INSERT; synchronous_commit on) over a Unix socket"
+        do {
+            let cluster = try PostgresCluster(context: context, schema: context.benchDirectory + "/peer/schema.sql")
+            defer { cluster.stop() }
+            let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let load = PgbenchLoad(
+                cluster: cluster, script: context.benchDirectory + "/peer/tokenize.sql", clients: clients,
+                variables: ["fkey": hex, "dkey": String(hex.reversed())])
+            let plan = context.loadPlan
+            context.progress.step("\(context.suiteName) › PostgreSQL + pgcrypto peer › warm-up")
+            _ = try load.run(seconds: plan.warmupSeconds)
+            var samples: [Sample] = []
+            for run in 0..<plan.runs {
+                context.progress.step("\(context.suiteName) › PostgreSQL + pgcrypto peer › run \(run + 1)/\(plan.runs)")
+                samples.append(try load.run(seconds: plan.seconds))
+            }
+            comparison.anchor = Series(label: "PostgreSQL + pgcrypto (pgbench)", samples: samples)
+        } catch {
+            comparison.anchorNote = "PostgreSQL did not run: \(error)"
+        }
+        if let subject = comparison.subject, let anchor = comparison.anchor, anchor.median > 0 {
+            comparison.ratio = subject.median / anchor.median
+        }
+        comparison.target = Target(goal: "≥ 2x the PostgreSQL + pgcrypto peer", met: comparison.ratio.map { $0 >= 2 })
+        return comparison
+    }
+
+    /// 64 connections paying into one wallet, against the same pay-ins into 64 wallets (`distinct`): rate, errors,
+    /// and whether the wallet's balance moved by exactly the credits made (no lost or doubled update).
+    private func oneWallet(
+        server: CardVaultServer, setup: MerchantSetup, distinct: Series, context: SuiteContext
+    )
+        -> (Comparison, String?)
+    {
+        let connections = 64
+        var comparison = Comparison(name: "pay-in (frictionless) into one wallet, 64 conns", unit: "pay-ins/s")
+        comparison.note =
+            "the pay-in line's 64 shoppers (own user, card, IP) all credit the first shopper's wallet; "
+            + "anchor: the same pay-ins into 64 distinct wallets in this run"
+        comparison.anchor = distinct
+        let load = WrkLoad(
+            url: server.url, script: context.benchDirectory + "/wrk/payin.lua", connections: connections,
+            scriptArguments: [setup.session.clientId, setup.session.token, setup.oneWalletFile],
+            threadPerConnection: true)
+        let wallet = setup.shoppers[0].wallet
+        let plan = context.loadPlan
+        var samples: [Sample] = []
+        var exact = true
+        var notes: [String] = []
+        do {
+            context.progress.step("\(context.suiteName) › pay-in into one wallet › warm-up")
+            _ = try load.runReporting(seconds: plan.warmupSeconds)
+            for run in 0..<plan.runs {
+                context.progress.step("\(context.suiteName) › pay-in into one wallet › run \(run + 1)/\(plan.runs)")
+                let before = try setup.session.walletBalance(wallet)
+                let (sample, report) = try load.runReporting(seconds: plan.seconds)
+                // In-flight pay-ins finish after wrk stops: wait for the balance to settle.
+                var after = try setup.session.walletBalance(wallet)
+                for _ in 0..<20 {
+                    Thread.sleep(forTimeInterval: 0.05)
+                    let again = try setup.session.walletBalance(wallet)
+                    if again == after { break }
+                    after = again
+                }
+                let succeeded = report.completed ?? 0
+                let credits = (after - before) / 1000
+                let whole = (after - before) % 1000 == 0
+                // Every acknowledged credit is in the balance; at most one per connection was in flight unseen.
+                let runExact = whole && credits >= Int64(succeeded) && credits <= Int64(succeeded + connections)
+                exact = exact && runExact && report.errors == 0 && (report.refused ?? 0) == 0
+                notes.append(
+                    "run \(run + 1): \(succeeded) SUCCEEDED answers, balance +\(after - before) = \(credits) credits of "
+                        + "10.00, \(report.refused ?? 0) refused, \(report.errors) errors")
+                if (report.refused ?? 0) > 0, let text = report.sample {
+                    notes.append("refused e.g. " + text.prefix(160))
+                }
+                var counted = sample
+                counted.rate = Double(succeeded) / (report.duration_us / 1e6)
+                counted.errors = report.errors + (report.refused ?? 0)
+                samples.append(counted)
+            }
+            comparison.subject = Series(label: "cardvault serve, direct pay-ins into one wallet", samples: samples)
+        } catch {
+            comparison.subjectNote = "failed: \(error)"
+            return (comparison, nil)
+        }
+        if let subject = comparison.subject, distinct.median > 0 { comparison.ratio = subject.median / distinct.median }
+        comparison.target = Target(
+            goal: "0 errors, balance exact, ≥ 0.5x the distinct wallets", met: exact && (comparison.ratio ?? 0) >= 0.5)
+        return (
+            comparison,
+            "One wallet: " + notes.joined(separator: "; ") + (exact ? " (balance exact)." : " (NOT EXACT or errors).")
+        )
     }
 
     private func generatorText(_ comparison: Comparison, label: String, threads: Int) -> String {
@@ -225,6 +407,8 @@ struct MerchantSetup {
     let shoppers: [Shopper]
     /// `<UserId>\t<WalletId>\t<CardId>` per line, for payin.lua.
     let shoppersFile: String
+    /// The same shoppers all paying into the first shopper's wallet (a marketplace's seller wallet).
+    let oneWalletFile: String
 
     init(server: CardVaultServer, context: SuiteContext, shoppers count: Int) throws {
         session = try MerchantSession(server: server)
@@ -240,6 +424,9 @@ struct MerchantSetup {
         shoppersFile = try context.temporaryDirectory("shoppers") + "/shoppers.tsv"
         try made.map { "\($0.user)\t\($0.wallet)\t\($0.card)\n" }.joined()
             .write(toFile: shoppersFile, atomically: true, encoding: .utf8)
+        oneWalletFile = (shoppersFile as NSString).deletingLastPathComponent + "/one-wallet.tsv"
+        try made.map { "\($0.user)\t\(made[0].wallet)\t\($0.card)\n" }.joined()
+            .write(toFile: oneWalletFile, atomically: true, encoding: .utf8)
     }
 }
 
@@ -258,6 +445,11 @@ final class TokenizationRuns {
     }
 
     private(set) var last: Run?
+    /// Daemon CPU per request of each run (the warm-up's first).
+    let cpu = CPUPerRequest()
+    /// With `--profile`: the top frames of the last run's perf profile, and its data file.
+    private(set) var profileFrames: [String] = []
+    private(set) var profilePath: String?
     private var created: [Int] = []
     private var retried = 0
     /// The largest share of connection time spent out of registrations in a counted run.
@@ -267,17 +459,34 @@ final class TokenizationRuns {
     /// Registrations created per second by create.lua (measured).
     private var creationRate = 2_000.0
 
+    /// One run; `shared`: wrk's usual set-up (as many threads as cores, several connections each, tokenize-shared.lua)
+    /// instead of one thread per connection.
     func run(
-        seconds: Double, server: CardVaultServer, setup: MerchantSetup, connections: Int, context: SuiteContext
+        seconds: Double, server: CardVaultServer, setup: MerchantSetup, connections: Int, context: SuiteContext,
+        shared: Bool = false
     ) throws -> Sample {
         for attempt in 0..<2 {
             let wanted = Int(expectedRate * 2.5 * max(1, seconds.rounded())) * (attempt + 1) + 16 * connections
-            let file = try createRegistrations(
-                wanted, server: server, setup: setup, connections: connections, context: context)
             let load = WrkLoad(
-                url: server.url, script: context.benchDirectory + "/wrk/tokenize.lua", connections: connections,
-                scriptArguments: [file.path], threadPerConnection: true)
-            let (sample, report) = try load.runReporting(seconds: seconds)
+                url: server.url,
+                script: context.benchDirectory + (shared ? "/wrk/tokenize-shared.lua" : "/wrk/tokenize.lua"),
+                connections: connections, scriptArguments: [], threadPerConnection: !shared)
+            let file = try createRegistrations(
+                wanted, server: server, setup: setup, connections: connections, slices: load.threads, context: context)
+            var timed = load
+            timed.scriptArguments = [file.path]
+            let profile =
+                context.options.profile
+                ? try DaemonProfile(
+                    pid: server.processID, dataPath: try context.temporaryDirectory("profile") + "/perf.data")
+                : nil
+            let (sample, report) = try cpu.measure(server, requests: \.1.requests) {
+                try timed.runReporting(seconds: seconds)
+            }
+            if let profile {
+                profileFrames = try profile.finish()
+                profilePath = profile.dataPath
+            }
             let rate = Double(report.completed ?? 0) / (report.duration_us / 1e6)
             expectedRate = max(expectedRate, rate)
             let idle = Double(report.exhausted ?? 0) * 0.05 / (Double(connections) * report.duration_us / 1e6)
@@ -299,7 +508,8 @@ final class TokenizationRuns {
 
     /// Creates at least `count` registrations with create.lua; returns the file listing them.
     private func createRegistrations(
-        _ count: Int, server: CardVaultServer, setup: MerchantSetup, connections: Int, context: SuiteContext
+        _ count: Int, server: CardVaultServer, setup: MerchantSetup, connections: Int, slices sliceCount: Int,
+        context: SuiteContext
     ) throws -> (path: String, count: Int) {  // the directory of slice files
         let directory = try context.temporaryDirectory("registrations")
         var lines: [Substring] = []
@@ -324,9 +534,9 @@ final class TokenizationRuns {
             round += 1
             if round > 20 { throw BenchFailure("cannot create \(count) registrations (have \(lines.count))") }
         }
-        // Deal them out, one file per connection (wrk thread), as tokenize.lua reads them.
-        var slices = [[Substring]](repeating: [], count: connections)
-        for (index, line) in lines.enumerated() { slices[index % connections].append(line) }
+        // Deal them out, one file per wrk thread, as tokenize.lua reads them.
+        var slices = [[Substring]](repeating: [], count: sliceCount)
+        for (index, line) in lines.enumerated() { slices[index % sliceCount].append(line) }
         for (slice, part) in slices.enumerated() {
             try (part.joined(separator: "\n") + "\n").write(
                 toFile: directory + "/slice-\(slice)", atomically: false, encoding: .utf8)

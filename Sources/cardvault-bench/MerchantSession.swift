@@ -62,6 +62,15 @@ final class MerchantSession {
             .field("Id")
     }
 
+    /// The balance of wallet `id`, in minor units.
+    func walletBalance(_ id: String) throws -> Int64 {
+        let balance = try call("GET", api("wallets/" + id)).json["Balance"] as? [String: Any]
+        guard let amount = (balance?["Amount"] as? NSNumber)?.int64Value else {
+            throw BenchFailure("GET wallets/\(id) has no Balance.Amount")
+        }
+        return amount
+    }
+
     /// Creates a card registration for `user`.
     func createRegistration(user: String) throws -> Registration {
         let answer = try call(

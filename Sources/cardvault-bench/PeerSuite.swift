@@ -21,7 +21,8 @@ struct PeerSuite: BenchSuite {
             notes.append("PostgreSQL did not start: \(error)")
             return Self.clientCounts.map {
                 Comparison(
-                    name: "tokenize + store, \($0) conns", unit: "cards/s", subjectNote: subjectNotBuilt,
+                    name: "tokenize + store in process (no HTTP), \($0) conns", unit: "cards/s",
+                    subjectNote: subjectNotBuilt,
                     anchorNote: "failed: \(error)")
             }
         }
@@ -54,7 +55,7 @@ struct PeerSuite: BenchSuite {
                 variables: variables)
             comparisons.append(
                 context.compare(
-                    "tokenize + store, \(clients) conn\(clients == 1 ? "" : "s")", unit: "cards/s",
+                    "tokenize + store in process (no HTTP), \(clients) conn\(clients == 1 ? "" : "s")", unit: "cards/s",
                     subject: .measured(
                         CardVaultPeerWork.workload(tasks: clients, directory: storeDirectory, keysDirectory: keys)),
                     anchor: .measured(Workload(label: "PostgreSQL + pgcrypto (pgbench)") { try load.run(seconds: $0) }),

@@ -48,10 +48,10 @@ enum TokenizationDurabilityCheck {
         defer { store.close() }
         let seconds = Date().timeIntervalSince(started)
         var missing = 0
-        let decoder = JSONDecoder()
         for id in acknowledged {
+            // The registration in whichever format the daemon stored it (binary, or JSON from older builds).
             guard let record = try store.read(registrations, id: run.clientId + ":" + id),
-                let registration = try? decoder.decode(CardRegistration.self, from: Data(record.value)),
+                let registration = try? RecordCoding.decode(CardRegistration.self, from: record),
                 let pending = registration.pending,
                 try store.read(vault, id: run.clientId + ":" + pending.cardId) != nil
             else {

@@ -12,7 +12,9 @@ enum CheckoutCommand: Command {
     static let summary = "register a client's hosted-checkout ids, callback URL prefixes and card types"
     static let help = """
         usage: cardvault checkout add --client-id ID --callback-prefix URL [--callback-prefix URL ...]
-                                      --card-types master,visa [--checkout-id ID] [--merchant-name NAME] [--url URL]
+                                      --card-types master,visa [--checkout-id ID] [--merchant-name NAME]
+                                      [--three-ds-policy required|merchantChoice] [--cvc-policy required|merchantChoice]
+                                      [--url URL]
                cardvault checkout list --client-id ID [--url URL]
                cardvault checkout remove CHECKOUT_ID --client-id ID [--url URL]
                cardvault checkout pci --client-id ID (--on | --off) [--config FILE] [--data-dir DIR] [--keys-dir DIR]
@@ -36,6 +38,9 @@ enum CheckoutCommand: Command {
                                   diners, maestro, jcb
           --checkout-id ID        8 to 64 letters and digits (default: a generated 32-character id)
           --merchant-name NAME    the name shown on the hosted page
+          --three-ds-policy P     merchantChoice (default: each checkout session the merchant's server starts may
+                                  set suppress3DS) or required (every checkout runs 3-D Secure)
+          --cvc-policy P          merchantChoice (default: a session may set cvc2Support false) or required
           --url URL               the daemon's base URL
         """
 
@@ -61,6 +66,8 @@ enum CheckoutCommand: Command {
             ]
             if let id = try arguments.option("--checkout-id") { body["checkoutId"] = id }
             if let name = try arguments.option("--merchant-name") { body["merchantName"] = name }
+            if let policy = try arguments.option("--three-ds-policy") { body["threeDSPolicy"] = policy }
+            if let policy = try arguments.option("--cvc-policy") { body["cvcPolicy"] = policy }
             request = ("POST", "/masterpass/checkouts", body)
         case "list":
             request = ("GET", "/masterpass/checkouts", nil)

@@ -125,6 +125,7 @@ enum ServeCommand: Command {
             var options = FileStoreOptions()
             options.logger = logger
             options.keyRotation = configuration.keys.rotationPolicy
+            options.valueUpgrade = StoredRecordFormat.upgrade
             return .file(
                 try EncryptedFileStore.open(
                     directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options

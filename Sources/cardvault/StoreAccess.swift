@@ -2,6 +2,7 @@ import AdminChannel
 import CardVaultApp
 import Configuration
 import Foundation
+import Payments
 import VaultCore
 import VaultCrypto
 import VaultStore
@@ -55,6 +56,7 @@ struct StoreAccess {
             }
             var options = FileStoreOptions()
             options.keyRotation = keyRotation
+            options.valueUpgrade = StoredRecordFormat.upgrade
             let store = try EncryptedFileStore.open(
                 directory: dataDirectory, keysDirectory: keysDirectory, options: options)
             defer { store.close() }

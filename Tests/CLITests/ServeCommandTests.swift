@@ -104,11 +104,11 @@ import Glibc
         #expect(log.contains(#""route":"/health""#))
         #expect(log.contains(#""msg":"stopped""#))
         // Every service has returned before the store closes: the HTTP server drained, the admin socket and
-        // the challenge sweeper stopped.
+        // the record sweeper (its lifetimes round and its 5 s expiry round) stopped.
         let logLines = log.split(separator: "\n").map(String.init)
         let closed = logLines.firstIndex { $0.contains(#""msg":"store closed""#) }
         #expect(closed != nil)
-        for service in ["http", "admin-socket", "challenge-sweeper"] {
+        for service in ["http", "admin-socket", "record-sweeper", "expiry-rounds"] {
             let stopped = logLines.firstIndex {
                 $0.contains(#""msg":"service stopped""#) && $0.contains(#""service":"\#(service)""#)
             }

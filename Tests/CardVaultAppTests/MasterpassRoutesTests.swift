@@ -93,17 +93,31 @@ struct MasterpassHarness {
                 remoteAddress: "192.0.2.10"))
     }
 
-    static func checkoutURL(_ overrides: [String: String] = [:]) -> String {
-        var fields = [
-            "checkoutId": checkoutId, "cartId": "cart-1", "amount": "11.22", "currency": "USD",
-            "allowedCardTypes": "master,visa", "suppressShippingAddress": "true", "locale": "en_US",
-            "channel": "mobile", "masterCryptoFormat": "UCAF,ICC", "callbackUrl": "https://shop.example/return",
+    /// The body of `POST /masterpass/checkouts/{checkoutId}/sessions` with `overrides` (JSON values as text:
+    /// `"true"`, `11`, `"\"USD\""`; nil removes a field).
+    static func sessionBody(_ overrides: [String: String?] = [:]) -> String {
+        var fields: [String: String?] = [
+            "cartId": #""cart-1""#, "amount": "1122", "currency": #""USD""#,
+            "allowedCardTypes": #"["master","visa"]"#, "suppressShippingAddress": "true", "locale": #""en_US""#,
+            "channel": #""mobile""#, "cryptoOptions": #"[{"cardType":"master","format":["UCAF","ICC"]}]"#,
+            "callbackUrl": #""https://shop.example/return""#,
         ]
         for (key, value) in overrides { fields[key] = value }
-        return "/srci/?"
-            + fields.sorted { $0.key < $1.key }.map {
-                $0.key + "=" + CheckoutCallbackURL.percentEncoded($0.value)
-            }.joined(separator: "&")
+        return "{"
+            + fields.compactMap { key, value in value.map { "\"\(key)\":\($0)" } }.sorted().joined(separator: ",") + "}"
+    }
+
+    /// Starts a checkout as `client` (the shop) and returns the page path of the URL it got back.
+    func checkoutURL(
+        _ overrides: [String: String?] = [:], as client: String = "shop", checkoutId: String = checkoutId
+    )
+        async -> String
+    {
+        let started = await send(
+            "POST", "/masterpass/checkouts/\(checkoutId)/sessions", as: client, body: Self.sessionBody(overrides))
+        #expect(started.status == 201, "\(started.bodyText)")
+        let url = started.jsonObject["url"] as? String ?? ""
+        return url.hasPrefix("http://127.0.0.1:9999") ? String(url.dropFirst("http://127.0.0.1:9999".count)) : url
     }
 
     static let cardForm =
@@ -112,8 +126,8 @@ struct MasterpassHarness {
         + "&javascriptEnabled=false&screenWidth=1280"
 
     /// Opens a checkout and pays; returns the callback URL the browser is sent to.
-    func pay(_ overrides: [String: String] = [:], form: String = cardForm) async throws -> String {
-        let opened = await send("GET", Self.checkoutURL(overrides))
+    func pay(_ overrides: [String: String?] = [:], form: String = cardForm) async throws -> String {
+        let opened = await send("GET", await checkoutURL(overrides))
         #expect(opened.status == 303)
         let page = try #require(opened.headers["Location"])
         let submitted = await send(
@@ -173,7 +187,7 @@ extension Response {
         // The card went through the merchant API: it is a card of the shop's.
         let cardId = try #require(
             try await h.services.environment.store.scanAll("cards").compactMap { record -> String? in
-                let card = try JSONDecoder().decode(Card.self, from: Data(record.value))
+                let card = try RecordCoding.decode(Card.self, from: record)
                 return card.alias == "555555XXXXXX4444" ? card.clientId : nil
             }.first)
         #expect(cardId == "shop")
@@ -239,30 +253,94 @@ extension Response {
         #expect(Set(registration.reasons.map(\.source)) == ["callbackUrlPrefixes[0]", "allowedCardTypes"])
     }
 
-    @Test func badCheckoutURLsGetAClearPageOrJSON() async throws {
+    @Test func badSessionFieldsGetAnErrorPerField() async throws {
         let h = try await Harness.make()
-        let page = await h.send("GET", Harness.checkoutURL(["amount": "12.456", "currency": "USD", "cartId": ""]))
-        #expect(page.status == 400)
-        #expect(page.headers["Content-Type"] == "text/html; charset=utf-8")
-        #expect(page.bodyText.contains("<strong>amount</strong>: amount may have at most 2 decimals in USD"))
-        #expect(page.bodyText.contains("<strong>cartId</strong>: cartId is required"))
-        let json = await h.send(
-            "GET", Harness.checkoutURL(["currency": "XXX1"]), headers: ["Accept": "application/json"])
-        #expect(json.status == 400)
-        #expect(json.reasons.map(\.source) == ["currency"])
-        let unregistered = await h.send("GET", Harness.checkoutURL(["callbackUrl": "https://evil.example/return"]))
+        func start(
+            _ overrides: [String: String?], as client: String = "shop", id: String = Harness.checkoutId
+        )
+            async -> Response
+        {
+            await h.send(
+                "POST", "/masterpass/checkouts/\(id)/sessions", as: client, body: Harness.sessionBody(overrides))
+        }
+        let bad = await start(["amount": "-5", "currency": #""USD""#, "cartId": #""""#])
+        #expect(bad.status == 400)
+        #expect(Set(bad.reasons.map(\.source)) == ["amount", "cartId"])
+        #expect(await start(["amount": "12.5"]).reasons.map(\.source) == ["amount"])  // minor units are whole
+        #expect(await start(["amount": #""1122""#]).reasons.map(\.source) == ["amount"])
+        #expect(await start(["amount": "0"]).reasons.map(\.source) == ["amount"])
+        #expect(await start(["currency": #""XXX1""#]).reasons.map(\.source) == ["currency"])
+        let unregistered = await start(["callbackUrl": #""https://evil.example/return""#])
         #expect(unregistered.status == 400)
-        #expect(unregistered.headers["Location"] == nil)
         #expect(unregistered.bodyText.contains("callbackUrl does not start with a URL registered for this checkoutId"))
-        let unknown = await h.send("GET", Harness.checkoutURL(["checkoutId": "0000000000000000"]))
-        #expect(unknown.status == 403)
+        // The checkout id's policies: by default the merchant's server chooses per session; a checkout id registered
+        // with `required` refuses a session that skips 3-D Secure or the security code.
+        let chosen = await start(["suppress3DS": "true", "cvc2Support": "false", "cartId": #""chosen""#])
+        #expect(chosen.status == 201)
+        #expect(chosen.jsonObject["suppress3DS"] as? Bool == true && chosen.jsonObject["cvc2Support"] as? Bool == false)
+        let strict = await h.send(
+            "POST", "/masterpass/checkouts", as: "shop",
+            body:
+                #"{"checkoutId":"5tr1ct5tr1ct5tr1ct","callbackUrlPrefixes":["https://shop.example/return"],"allowedCardTypes":["master","visa"],"threeDSPolicy":"required","cvcPolicy":"required"}"#
+        )
+        #expect(strict.status == 201)
+        #expect(strict.jsonObject["threeDSPolicy"] as? String == "required")
+        let noThreeDS = await start(["suppress3DS": "true"], id: "5tr1ct5tr1ct5tr1ct")
+        #expect(noThreeDS.status == 400)
+        #expect(noThreeDS.reasons.map(\.source) == ["suppress3DS"])
+        #expect(
+            await start(["cvc2Support": "false"], id: "5tr1ct5tr1ct5tr1ct").reasons.map(\.source) == ["cvc2Support"])
+        // Only the owner starts checkouts of its id; no token, no checkout.
+        #expect(await start([:], as: "rival").status == 403)
+        #expect(await start([:], id: "0000000000000000").status == 403)
+        #expect(await h.send("POST", "/masterpass/checkouts/\(Harness.checkoutId)/sessions", body: "{}").status == 401)
+        let started = await start(["userId": #""shopper-1""#])
+        #expect(started.status == 201)
+        #expect(started.jsonObject["amount"] as? Int == 1122)
+        #expect(started.jsonObject["suppress3DS"] as? Bool == false)
+        #expect(started.jsonObject["cvc2Support"] as? Bool == true)
+        #expect((started.jsonObject["url"] as? String)?.hasPrefix("http://127.0.0.1:9999/srci/?checkoutId=") == true)
+    }
+
+    @Test func aTamperedCheckoutURLIsRefusedWithAClearPage() async throws {
+        let h = try await Harness.make()
+        let url = await h.checkoutURL(["userId": #""shopper-1""#])
+        #expect(await h.send("GET", url).status == 303)
+        for tampering in [
+            "&userId=attacker", "&amount=0.01", "&suppress3DS=true", "&suppress3Ds=true", "&cvc2Support=false",
+            "&currency=JPY", "&allowedCardTypes=master", "&callbackUrl=https%3A%2F%2Fshop.example%2Freturn",
+            "&pairingId=mppair123",
+        ] {
+            let page = await h.send("GET", url + tampering)
+            #expect(page.status == 400, "\(tampering)")
+            #expect(page.headers["Location"] == nil)
+            #expect(page.bodyText.contains("cannot be set in the checkout URL"), "\(tampering)")
+            let json = await h.send("GET", url + tampering, headers: ["Accept": "application/json"])
+            #expect(json.reasons.map(\.reason) == ["INVALID_REQUEST"])
+        }
+        let otherCart = await h.send("GET", url.replacingOccurrences(of: "cartId=cart-1", with: "cartId=cart-9"))
+        #expect(otherCart.status == 400)
+        #expect(otherCart.bodyText.contains("cartId is not the cart the merchant started this checkout for"))
+        // An old-style URL that carries everything in its query opens nothing.
+        let legacy = await h.send(
+            "GET", "/srci/?checkoutId=\(Harness.checkoutId)&cartId=c&amount=1.00&currency=USD&allowedCardTypes=master")
+        #expect(legacy.status == 400)
+        #expect(legacy.bodyText.contains("checkoutSessionId is required"))
+        let unknown = await h.send(
+            "GET", "/srci/?checkoutId=\(Harness.checkoutId)&checkoutSessionId=" + String(repeating: "A", count: 32))
+        #expect(unknown.status == 404)
+        // The harmless parameters still work: the page in French.
+        let french = await h.send("GET", url.replacingOccurrences(of: "locale=en_US", with: "locale=fr_FR"))
+        let page = try #require(french.headers["Location"])
+        #expect(page.hasSuffix("?locale=fr_FR"))
+        #expect(await h.send("GET", page).bodyText.contains("lang=\"fr-FR\""))
         #expect(await h.send("GET", "/srci/notasession").status == 404)
         #expect(await h.send("POST", "/srci/notasession/submit", body: "a=b").status == 404)
     }
 
     @Test func formErrorsReRenderThePageWithoutTheCardNumber() async throws {
         let h = try await Harness.make()
-        let opened = await h.send("GET", Harness.checkoutURL())
+        let opened = await h.send("GET", await h.checkoutURL())
         let page = try #require(opened.headers["Location"])
         let shown = await h.send("GET", page)
         #expect(shown.status == 200)
@@ -280,14 +358,15 @@ extension Response {
 
     @Test func cancelAndChallengeRedirects() async throws {
         let h = try await Harness.make()
-        let opened = await h.send("GET", Harness.checkoutURL())
+        let opened = await h.send("GET", await h.checkoutURL())
         let page = try #require(opened.headers["Location"])
         let cancelled = await h.send("POST", page + "/cancel")
         #expect(cancelled.status == 303)
         #expect(queryItems(try #require(cancelled.headers["Location"]))["mpstatus"] == "cancel")
 
         h.authenticator.challenge.withLock { $0 = true }
-        let second = try #require(await h.send("GET", Harness.checkoutURL(["cartId": "cart-2"])).headers["Location"])
+        let second = try #require(
+            await h.send("GET", await h.checkoutURL(["cartId": #""cart-2""#])).headers["Location"])
         let submitted = await h.send(
             "POST", second + "/submit", body: Harness.cardForm,
             headers: ["Content-Type": "application/x-www-form-urlencoded"])
@@ -335,7 +414,7 @@ extension Response {
     @Test func pairingAndExpressCheckoutOverHTTP() async throws {
         let h = try await Harness.make()
         let callback = try await h.pay(
-            ["userId": "shopper-1", "suppressShippingAddress": "false"],
+            ["userId": #""shopper-1""#, "suppressShippingAddress": "false"],
             form: Harness.cardForm + "&shippingSameAsBilling=true&pairingConsent=true")
         let verifier = try #require(queryItems(callback)["pairing_verifier"])
         let pairing = await h.send(

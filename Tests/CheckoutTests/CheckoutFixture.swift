@@ -146,11 +146,43 @@ struct CheckoutFixture {
             email: "ada@example.com", phone: "+1 555 0100", pairingConsent: consent)
     }
 
-    /// Opens a checkout and submits a card; returns the session id and the step.
+    /// Starts a checkout as its merchant would, server to server, from the fields of an old-style checkout URL
+    /// (``query(_:)`` with `overrides`): the amount in minor units, card types as a list, crypto formats as
+    /// `cryptoOptions`. The owner of the checkout id starts it (`rival` for ``otherCheckoutId``), unless `clientId`.
+    func start(_ overrides: [String: String?] = [:], clientId: String? = nil) async throws -> CheckoutSession {
+        let fields = Dictionary(Self.query(overrides), uniquingKeysWith: { first, _ in first })
+        let checkoutId = fields["checkoutId"] ?? Self.checkoutId
+        var minor: Int64?
+        if let amount = fields["amount"] {
+            minor = (try? Money(parsing: amount, currencyCode: fields["currency"] ?? "USD"))?.minorUnits ?? -1
+        }
+        var crypto: [String] = []
+        for type in MasterpassCardType.allCases {
+            if let formats = fields[type.rawValue + "CryptoFormat"] {
+                let list = formats.split(separator: ",").map { "\"\($0)\"" }.joined(separator: ",")
+                crypto.append("{\"cardType\":\"\(type.rawValue)\",\"format\":[\(list)]}")
+            }
+        }
+        let input = CheckoutSessionInput(
+            cartId: fields["cartId"], amountMinorUnits: minor, currency: fields["currency"], userId: fields["userId"],
+            allowedCardTypes: fields["allowedCardTypes"].map { $0.split(separator: ",").map(String.init) },
+            suppress3DS: (fields["suppress3DS"] ?? fields["suppress3Ds"]).map { $0 == "true" },
+            cvc2Support: fields["cvc2Support"].map { $0 == "true" }, callbackURL: fields["callbackUrl"],
+            suppressShippingAddress: fields["suppressShippingAddress"].map { $0 == "true" },
+            shippingLocationProfile: fields["shippingLocationProfile"], locale: fields["locale"],
+            channel: fields["channel"], pairingId: fields["pairingId"],
+            cryptoOptions: fields["cryptoOptions"]
+                ?? (crypto.isEmpty ? nil : "[" + crypto.joined(separator: ",") + "]"),
+            unpredictableNumber: fields["unpredictableNumber"], validityPeriodMinutes: fields["validityPeriodMinutes"])
+        let owner = clientId ?? (checkoutId == Self.otherCheckoutId ? "rival" : "shop")
+        return try await service.startSession(clientId: owner, checkoutId: checkoutId, input).session
+    }
+
+    /// Starts a checkout and submits a card; returns the session id and the step.
     func checkout(
         _ overrides: [String: String?] = [:], form: CheckoutForm = CheckoutFixture.form()
     ) async throws -> (CheckoutSession, CheckoutStep) {
-        let session = try await service.open(queryItems: Self.query(overrides))
+        let session = try await start(overrides)
         let step = try await service.submit(
             sessionId: session.sessionId, form: form, signals: CheckoutDeviceSignals(ipAddress: "192.0.2.1"))
         return (session, step)

@@ -55,17 +55,17 @@ import VaultStore
             "https://shop.example.evil.example/checkout/return", "https://rival.example/cb",
         ] {
             await #expect(throws: CheckoutError(.callbackNotRegistered, "")) {
-                _ = try await f.service.open(queryItems: Fixture.query(["callbackUrl": callback]))
+                _ = try await f.start(["callbackUrl": callback])
             }
         }
         await #expect(throws: CheckoutError(.authorizationFailed, "")) {
-            _ = try await f.service.open(queryItems: Fixture.query(["checkoutId": "00000000000000000000000000000000"]))
+            _ = try await f.start(["checkoutId": "00000000000000000000000000000000"])
         }
         await #expect(throws: CheckoutError(.invalidRequest, "")) {
-            _ = try await f.service.open(queryItems: Fixture.query(["allowedCardTypes": "master,jcb"]))
+            _ = try await f.start(["allowedCardTypes": "master,jcb"])
         }
         // Without a callbackUrl the registered one is used.
-        let session = try await f.service.open(queryItems: Fixture.query(["callbackUrl": nil]))
+        let session = try await f.start(["callbackUrl": nil])
         #expect(session.callback.description == "https://shop.example/checkout/return")
     }
 
@@ -183,7 +183,7 @@ import VaultStore
     @Test func paymentDataBeforeCompletionIsRefused() async throws {
         let f = Fixture()
         try await f.registerBoth()
-        let session = try await f.service.open(queryItems: Fixture.query())
+        let session = try await f.start()
         await #expect(throws: CheckoutError(.invalidState, "")) {
             _ = try await f.service.paymentData(
                 clientId: "shop", transactionId: session.transactionId, checkoutId: Fixture.checkoutId, cartId: "cart-1"
@@ -196,7 +196,7 @@ import VaultStore
     @Test func badFormInputIsReportedPerField() async throws {
         let f = Fixture()
         try await f.registerBoth()
-        let session = try await f.service.open(queryItems: Fixture.query(["shippingLocationProfile": "FR"]))
+        let session = try await f.start(["shippingLocationProfile": "FR"])
         let step = try await f.service.submit(
             sessionId: session.sessionId,
             form: CheckoutForm(
@@ -220,7 +220,7 @@ import VaultStore
     @Test func brandsOutsideTheRequestAreRefusedBeforeVaulting() async throws {
         let f = Fixture()
         try await f.registerBoth()
-        let session = try await f.service.open(queryItems: Fixture.query(["allowedCardTypes": "visa"]))
+        let session = try await f.start(["allowedCardTypes": "visa"])
         let step = try await f.service.submit(
             sessionId: session.sessionId, form: Fixture.form(), signals: CheckoutDeviceSignals())
         #expect(formErrors(step)["cardNumber"] == "Mastercard cards are not accepted here")
@@ -293,7 +293,7 @@ import VaultStore
     @Test func cancelRedirectsWithCancelStatus() async throws {
         let f = Fixture()
         try await f.registerBoth()
-        let session = try await f.service.open(queryItems: Fixture.query())
+        let session = try await f.start()
         let step = try await f.service.cancel(sessionId: session.sessionId)
         let cancelURL = try #require(redirectURL(step))
         let items = queryItems(of: cancelURL)
@@ -307,7 +307,7 @@ import VaultStore
     @Test func sessionsExpire() async throws {
         let f = Fixture()
         try await f.registerBoth()
-        let session = try await f.service.open(queryItems: Fixture.query())
+        let session = try await f.start()
         f.clock.advance(by: 1800)
         guard
             case .expired = try await f.service.submit(
@@ -439,11 +439,9 @@ import VaultStore
         let verifier = try #require(queryItems(of: callback)["pairing_verifier"])
         let pairingId = try await f.service.pairingId(
             clientId: "shop", pairingTransactionId: verifier, userId: "shopper-1")
-        let withoutProof = try await f.service.open(queryItems: Fixture.query(["userId": "shopper-1", "cartId": "c2"]))
+        let withoutProof = try await f.start(["userId": "shopper-1", "cartId": "c2"])
         #expect(withoutProof.savedCards.isEmpty)
-        var items = Fixture.query(["userId": "shopper-1", "cartId": "c3"])
-        items.append(("pairingId", pairingId))
-        let withProof = try await f.service.open(queryItems: items)
+        let withProof = try await f.start(["userId": "shopper-1", "cartId": "c3", "pairingId": pairingId])
         #expect(withProof.savedCards.map(\.card.lastFour) == ["4444"])
         let paid = try await f.service.submit(
             sessionId: withProof.sessionId,

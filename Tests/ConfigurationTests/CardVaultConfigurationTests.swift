@@ -97,6 +97,9 @@ import VaultCore
             "CARDVAULT_DATABASE_URL": "postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write",
             "CARDVAULT_DATABASE_POOL_SIZE": "12",
             "CARDVAULT_DATABASE_SYNCHRONOUS_COMMIT": "remote_apply",
+            "CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS": "5",
+            "CARDVAULT_LIFETIMES_ACCESS_KEY_SECONDS": "600",
+            "CARDVAULT_LIFETIMES_CHECKOUT_SESSION_SECONDS": "900",
             "CARDVAULT_FORWARD_DESTINATIONS": "https://psp.example/v1/",
             "CARDVAULT_FORWARD_CA_FILE": "/tls/psp-ca.pem",
             "CARDVAULT_FORWARD_PRIVATE_NETWORKS": "10.1.0.0/16",
@@ -138,6 +141,7 @@ import VaultCore
             keys: .init(rotateAfterSeals: 1_000_000, rotateAfterDays: 30),
             databaseURL: Redacted("postgresql://cardvault@db1,db2/cardvault?target_session_attrs=read-write"),
             database: .init(poolSize: 12, synchronousCommit: "remote_apply"),
+            lifetimes: .init(sweepIntervalSeconds: 5, accessKeySeconds: 600, checkoutSessionSeconds: 900),
             forward: .init(
                 destinations: ["https://psp.example/v1/"], caFile: "/tls/psp-ca.pem", privateNetworks: ["10.1.0.0/16"],
                 connectTimeoutSeconds: 2, timeoutSeconds: 9, maxRequestBodyBytes: 100, maxResponseBodyBytes: 200,

@@ -100,7 +100,8 @@ import Testing
         #expect(html.contains(#"name="javascriptEnabled" value="false""#))
         #expect(
             html.contains(
-                #"<form id="checkout-form" method="post" action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/submit""#))
+                #"<form id="checkout-form" method="post" action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/submit?locale=en_US""#
+            ))
         #expect(html.contains(#"action="/srci/S3ss10nS3ss10nS3ss10nS3ss10nABCD/cancel""#))
     }
 

@@ -6,6 +6,7 @@ Run with `python3 -m unittest discover -s Tests/scripts` (`make test-scripts`, p
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -150,11 +151,17 @@ class RepositoryTests(unittest.TestCase):
 
     def test_the_repository_fails_against_a_table_that_forbids_one_of_its_imports(self):
         text = (ROOT / "docs" / "architecture.md").read_text()
-        row = "| `MangopayAPI` | `Payments`, `CardKit`, `HTTPServer`, `VaultCore` |"
-        self.assertIn(row, text)
+        # The MangopayAPI row as it stands, whatever else it allows; the copy drops `HTTPServer` from it.
+        table_text = text[text.index("<!-- import-table:begin -->") : text.index("<!-- import-table:end -->")]
+        match = re.search(r"^\| `MangopayAPI` \| (.*) \|$", table_text, re.MULTILINE)
+        self.assertIsNotNone(match, "the table has a MangopayAPI row")
+        row = match.group(0)
+        allowed = [name.strip() for name in match.group(1).split(",")]
+        self.assertIn("`HTTPServer`", allowed)
+        narrowed = "| `MangopayAPI` | " + ", ".join(name for name in allowed if name != "`HTTPServer`") + " |"
         with tempfile.TemporaryDirectory() as directory:
             table = pathlib.Path(directory) / "architecture.md"
-            table.write_text(text.replace(row, "| `MangopayAPI` | `Payments`, `CardKit`, `VaultCore` |"))
+            table.write_text(text.replace(row, narrowed))
             status, output = run_checker("--table", str(table), cwd=ROOT)
         self.assertEqual(status, 1)
         self.assertRegex(output, r"Sources/MangopayAPI/\w+\.swift:\d+: MangopayAPI may not import HTTPServer")

@@ -24,6 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHECKOUT_ID = "b1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 MASTERCARD = "5555555555554444"          # sandbox: frictionless
 MAESTRO_CHALLENGE = "5033950000020004"   # sandbox rule 503395XXXXXX0004: challenge
+ATTACKER_VISA = "4970107111111119"       # sandbox: frictionless
 CHALLENGE_CODE = "123456"                # config/sandbox.json
 
 
@@ -84,10 +85,14 @@ def backend(daemon, token, merchant):
     """The merchant backend: a requests session with the bearer token and the checkout id registered."""
     session = requests.Session()
     session.headers["Authorization"] = "Bearer " + token
+    # 3-D Secure stays required for every checkout of this id; the security code is the merchant's choice (the
+    # default) per session.
     response = session.post(daemon.base_url + "/masterpass/checkouts", json={
         "checkoutId": CHECKOUT_ID, "callbackUrlPrefixes": [merchant.base + "/callback"],
-        "allowedCardTypes": ["master", "maestro", "visa", "amex"], "merchantName": "Fancy Shop"}, timeout=10)
+        "allowedCardTypes": ["master", "maestro", "visa", "amex"], "merchantName": "Fancy Shop",
+        "threeDSPolicy": "required"}, timeout=10)
     assert response.status_code == 201, response.text
+    assert response.json()["threeDSPolicy"] == "required" and response.json()["cvcPolicy"] == "merchantChoice"
     return session
 
 
@@ -111,20 +116,35 @@ def browser():
     driver.quit()
 
 
-def checkout_url(daemon, merchant, **overrides):
-    fields = {
-        "checkoutId": CHECKOUT_ID, "cartId": "cart-%d" % (len(merchant.callbacks) + 1), "amount": "74.90",
-        "currency": "USD", "allowedCardTypes": "master,maestro,visa", "suppressShippingAddress": "false",
-        "locale": "en_US", "channel": "mobile", "masterCryptoFormat": "UCAF,ICC", "maestroCryptoFormat": "UCAF,ICC",
+def session_body(merchant, **overrides):
+    """The body of POST /masterpass/checkouts/{id}/sessions: what the merchant's server decides."""
+    body = {
+        "cartId": "cart-%d" % (len(merchant.callbacks) + 1), "amount": 7490, "currency": "USD",
+        "allowedCardTypes": ["master", "maestro", "visa"], "suppressShippingAddress": False, "locale": "en_US",
+        "channel": "mobile", "cryptoOptions": [{"cardType": "master", "format": ["UCAF", "ICC"]},
+                                               {"cardType": "maestro", "format": ["UCAF", "ICC"]}],
         "callbackUrl": merchant.base + "/callback?order=42",
     }
-    fields.update({key: value for key, value in overrides.items() if value is not None})
+    body.update({key: value for key, value in overrides.items() if value is not None})
     for key in [key for key, value in overrides.items() if value is None]:
-        fields.pop(key, None)
-    return daemon.base_url + "/srci/?" + urllib.parse.urlencode(fields)
+        body.pop(key, None)
+    return body
 
 
-def fill(driver, card=MASTERCARD, expiry="1230", cvc="123", shipping=True, typed=True):
+def start_checkout(daemon, backend, merchant, checkout_id=CHECKOUT_ID, **overrides):
+    """The merchant's server starts a checkout; returns the JSON answer (url, transactionId, ...)."""
+    response = backend.post(daemon.base_url + "/masterpass/checkouts/%s/sessions" % checkout_id,
+                            json=session_body(merchant, **overrides), timeout=10)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def checkout_url(daemon, backend, merchant, **overrides):
+    """The URL the merchant sends the shopper to."""
+    return start_checkout(daemon, backend, merchant, **overrides)["url"]
+
+
+def fill(driver, card=MASTERCARD, expiry="1230", cvc="123", shipping=True, typed=True, street="2 Side Street"):
     def put(name, value):
         field = driver.find_element(By.ID, name)
         field.clear()
@@ -139,7 +159,7 @@ def fill(driver, card=MASTERCARD, expiry="1230", cvc="123", shipping=True, typed
     put("billingPostalCode", "12345")
     put("billingCountry", "US")
     if shipping:
-        put("shippingLine1", "2 Side Street")
+        put("shippingLine1", street)
         put("shippingCity", "Shelbyville")
         put("shippingPostalCode", "54321")
         put("shippingCountry", "US")
@@ -166,7 +186,7 @@ def pass_challenge(driver, daemon):
 
 
 def test_challenge_checkout_lands_on_the_callback_and_backend_reads_payment_data(daemon, merchant, backend, browser):
-    browser.get(checkout_url(daemon, merchant, cartId="cart-challenge"))
+    browser.get(checkout_url(daemon, backend, merchant, cartId="cart-challenge"))
     assert browser.find_element(By.TAG_NAME, "h1").text == "Fancy Shop"
     # Only the allowed brands are shown; the number is formatted and its brand detected while typing.
     brands = [item.get_attribute("data-brand") for item in browser.find_elements(By.CSS_SELECTOR, ".brands li")]
@@ -210,7 +230,7 @@ def test_challenge_checkout_lands_on_the_callback_and_backend_reads_payment_data
 
 
 def test_cancel_lands_with_mpstatus_cancel(daemon, merchant, backend, browser):
-    browser.get(checkout_url(daemon, merchant))
+    browser.get(checkout_url(daemon, backend, merchant))
     browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
     params = wait_for_callback(browser, merchant)
     assert params["mpstatus"] == "cancel"
@@ -220,7 +240,7 @@ def test_cancel_lands_with_mpstatus_cancel(daemon, merchant, backend, browser):
 def test_checkout_works_without_javascript(daemon, merchant, backend):
     driver = chrome(javascript=False)
     try:
-        driver.get(checkout_url(daemon, merchant, suppressShippingAddress="true", cvc2Support="false"))
+        driver.get(checkout_url(daemon, backend, merchant, suppressShippingAddress=True, cvc2Support=False))
         assert not driver.find_elements(By.ID, "securityCode")
         assert not driver.find_elements(By.ID, "shippingLine1")
         fill(driver, expiry="12/30", cvc=None, shipping=False)
@@ -233,7 +253,7 @@ def test_checkout_works_without_javascript(daemon, merchant, backend):
 
 
 def test_bad_form_input_is_shown_next_to_each_field(daemon, merchant, backend, browser):
-    browser.get(checkout_url(daemon, merchant, shippingLocationProfile="FR,BE"))
+    browser.get(checkout_url(daemon, backend, merchant, shippingLocationProfile="FR,BE"))
     fill(browser, card="4111111111111112", expiry="13/30", cvc="12")
     browser.find_element(By.ID, "email").clear()
     browser.find_element(By.ID, "email").send_keys("not-an-email")
@@ -249,48 +269,90 @@ def test_bad_form_input_is_shown_next_to_each_field(daemon, merchant, backend, b
 
 
 @pytest.mark.parametrize("field,value,expected", [
-    ("checkoutId", None, "checkoutId is required"),
-    ("checkoutId", "short", "checkoutId must be 8 to 64 letters and digits"),
     ("cartId", None, "cartId is required"),
-    ("amount", "12.456", "amount may have at most 2 decimals in USD"),
-    ("amount", "-5", "amount must be greater than zero"),
-    ("amount", "ten", "amount must be a plain decimal number"),
+    ("amount", None, "amount is required"),
+    ("amount", 12.5, "amount must be a whole number of minor units"),
+    ("amount", "7490", "amount must be a whole number of minor units"),
+    ("amount", -5, "amount must be greater than zero"),
+    ("amount", 0, "amount must be greater than zero"),
     ("currency", "DOLLARS", "currency must be an ISO 4217 code"),
-    ("allowedCardTypes", "master,paypal", "allowedCardTypes must be a comma-separated list"),
-    ("allowedCardTypes", "jcb", "allowedCardTypes names types this checkoutId does not accept: jcb"),
+    ("allowedCardTypes", ["master", "paypal"], "allowedCardTypes must be a comma-separated list"),
+    ("allowedCardTypes", ["jcb"], "allowedCardTypes names types this checkoutId does not accept: jcb"),
     ("suppressShippingAddress", "maybe", "suppressShippingAddress must be true or false"),
     ("locale", "klingon", "locale must look like en_US or fr_FR"),
     ("channel", "fax", "channel must be web or mobile"),
-    ("masterCryptoFormat", "TVV", "masterCryptoFormat must be a comma-separated list of ICC, UCAF"),
-    ("cryptoOptions", "[1]", "cryptoOptions must be a JSON array"),
+    ("cryptoOptions", [{"cardType": "master", "format": ["TVV"]}], "cryptoOptions must be a JSON array"),
     ("cvc2Support", "nope", "cvc2Support must be true or false"),
-    ("suppress3Ds", "2", "suppress3Ds must be true or false"),
+    ("suppress3DS", True, "this checkoutId requires 3-D Secure"),
     ("unpredictableNumber", "!!", "unpredictableNumber must be 4 to 44 characters of base64"),
-    ("validityPeriodMinutes", "0", "validityPeriodMinutes must be a whole number from 1 to 1440"),
+    ("validityPeriodMinutes", 0, "validityPeriodMinutes must be a whole number from 1 to 1440"),
     ("shippingLocationProfile", "USA", "must be a comma-separated list of ISO 3166 country codes"),
     ("userId", "a b", "userId must be 1 to 100 characters"),
     ("callbackUrl", "javascript:alert(1)", "callbackUrl uses a scheme that is not allowed"),
     ("callbackUrl", "https://evil.example/callback", "callbackUrl does not start with a URL registered"),
 ])
-def test_bad_checkout_url_fields_get_a_clear_error_page(daemon, merchant, backend, field, value, expected):
-    url = checkout_url(daemon, merchant, **{field: value})
-    page = requests.get(url, allow_redirects=False, timeout=10)
-    assert page.status_code in (400, 403), page.status_code
+def test_bad_session_fields_get_a_clear_error(daemon, merchant, backend, field, value, expected):
+    response = backend.post(daemon.base_url + "/masterpass/checkouts/%s/sessions" % CHECKOUT_ID,
+                            json=session_body(merchant, **{field: value}) if value is not None
+                            else {k: v for k, v in session_body(merchant).items() if k != field}, timeout=10)
+    assert response.status_code == 400, response.text
+    errors = response.json()["Errors"]["Error"]
+    assert [error["Source"] for error in errors] == [field]
+    assert expected in errors[0]["Description"]
+    assert "Traceback" not in response.text and ".swift" not in response.text
+
+
+def test_only_the_owner_with_its_token_starts_a_checkout(daemon, merchant, backend):
+    path = daemon.base_url + "/masterpass/checkouts/%s/sessions" % CHECKOUT_ID
+    assert requests.post(path, json=session_body(merchant), timeout=10).status_code == 401
+    assert requests.post(path, json=session_body(merchant), headers={"Authorization": "Bearer " + "x" * 40},
+                         timeout=10).status_code == 401
+    unknown = backend.post(daemon.base_url + "/masterpass/checkouts/%s/sessions" % ("0" * 32),
+                           json=session_body(merchant), timeout=10)
+    assert unknown.status_code == 403
+
+
+@pytest.mark.parametrize("tampering", [
+    {"userId": "victim-1"}, {"amount": "0.01"}, {"suppress3DS": "true"}, {"suppress3Ds": "true"},
+    {"cvc2Support": "false"}, {"currency": "JPY"}, {"allowedCardTypes": "amex"}, {"pairingId": "mppair1"},
+    {"callbackUrl": "https://evil.example/callback"},
+])
+def test_a_tampered_checkout_url_gets_a_clear_error_page(daemon, merchant, backend, tampering):
+    url = checkout_url(daemon, backend, merchant, userId="shopper-1")
+    assert requests.get(url, allow_redirects=False, timeout=10).status_code == 303
+    tampered = url + "&" + urllib.parse.urlencode(tampering)
+    page = requests.get(tampered, allow_redirects=False, timeout=10)
+    assert page.status_code == 400, page.status_code
     assert "Location" not in page.headers
-    assert expected in page.text.replace("&#39;", "'")
+    name = next(iter(tampering))
+    assert "%s cannot be set in the checkout URL" % name in page.text
     assert "Traceback" not in page.text and ".swift" not in page.text
-    as_json = requests.get(url, headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-    assert as_json.json()["Errors"]["Error"][0]["ReasonCode"] in (
-        "INVALID_REQUEST", "CALLBACK_URL_NOT_REGISTERED", "AUTHORIZATION_FAILED")
+    as_json = requests.get(tampered, headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+    assert as_json.json()["Errors"]["Error"][0]["ReasonCode"] == "INVALID_REQUEST"
+
+
+@pytest.mark.parametrize("query,expected", [
+    ({}, "checkoutSessionId is required"),
+    ({"checkoutId": CHECKOUT_ID}, "checkoutSessionId is required"),
+    ({"checkoutId": CHECKOUT_ID, "cartId": "c1", "amount": "74.90", "currency": "USD",
+      "allowedCardTypes": "master", "userId": "victim-1"}, "amount cannot be set in the checkout URL"),
+    ({"checkoutId": CHECKOUT_ID, "checkoutSessionId": "short"}, "checkoutSessionId is not a valid checkout session"),
+])
+def test_an_old_style_or_made_up_checkout_url_opens_nothing(daemon, merchant, backend, query, expected):
+    page = requests.get(daemon.base_url + "/srci/?" + urllib.parse.urlencode(query), allow_redirects=False, timeout=10)
+    assert page.status_code == 400
+    assert expected in page.text
+    assert "Location" not in page.headers
 
 
 def test_unregistered_callback_is_refused_and_never_redirected_to(daemon, merchant, backend):
     for callback in ("https://evil.example/callback", merchant.base + "/callbackx", merchant.base + "/other",
                      merchant.base.replace("127.0.0.1", "localhost") + "/callback",
                      "http://127.0.0.1:1/callback", merchant.base + "/callback/../admin"):
-        page = requests.get(checkout_url(daemon, merchant, callbackUrl=callback), allow_redirects=False, timeout=10)
-        assert page.status_code == 400, callback
-        assert "Location" not in page.headers
+        response = backend.post(daemon.base_url + "/masterpass/checkouts/%s/sessions" % CHECKOUT_ID,
+                                json=session_body(merchant, callbackUrl=callback), timeout=10)
+        assert response.status_code == 400, callback
+        assert "url" not in response.json()
 
 
 def test_backend_calls_reject_bad_input(daemon, backend):
@@ -315,7 +377,7 @@ def test_backend_calls_reject_bad_input(daemon, backend):
 
 
 def test_express_checkout_pairs_once_then_rotates_pairing_ids(daemon, merchant, backend, browser):
-    browser.get(checkout_url(daemon, merchant, userId="shopper-7"))
+    browser.get(checkout_url(daemon, backend, merchant, userId="shopper-7"))
     fill(browser)
     browser.find_element(By.ID, "pairingConsent").click()
     browser.find_element(By.CSS_SELECTOR, "button.pay").click()
@@ -347,6 +409,75 @@ def test_express_checkout_pairs_once_then_rotates_pairing_ids(daemon, merchant, 
         current = data["pairingId"]
 
 
+def pay_and_return(driver, daemon, merchant):
+    """Pays, passes a challenge if the issuer (or the risk rules, after many cards from one browser) asks for one,
+    and returns the callback's parameters."""
+    driver.find_element(By.CSS_SELECTOR, "button.pay").click()
+    WebDriverWait(driver, 20).until(
+        lambda d: d.current_url.startswith(merchant.base + "/callback") or "/acs/" in d.current_url)
+    if "/acs/" in driver.current_url:
+        pass_challenge(driver, daemon)
+    return wait_for_callback(driver, merchant)
+
+
+def test_an_attackers_card_never_reaches_another_users_wallet(daemon, merchant, backend, browser):
+    """The probe of issue #19, in a real browser: an attacker rewrites the checkout URL to name another user
+    (and skip 3-D Secure), or pairs their own card and hopes it lands in that user's wallet."""
+    base = daemon.base_url + "/masterpass"
+    # The victim pairs their own card.
+    browser.get(checkout_url(daemon, backend, merchant, userId="victim-1"))
+    fill(browser)
+    browser.find_element(By.ID, "pairingConsent").click()
+    params = pay_and_return(browser, daemon, merchant)
+    redeemed = backend.get(base + "/pairingid", params={
+        "pairingTransactionId": params["pairing_verifier"], "userId": "victim-1"}, timeout=10)
+    assert redeemed.status_code == 200, redeemed.text
+
+    # The attacker's own checkout, rewritten to name the victim, skip 3-D Secure or pay less: an error page.
+    own = checkout_url(daemon, backend, merchant, userId="attacker-1")
+    for tampering in ({"userId": "victim-1"}, {"userId": "victim-1", "suppress3DS": "true"}, {"amount": "0.01"},
+                      {"suppress3Ds": "true"}):
+        browser.get(own + "&" + urllib.parse.urlencode(tampering))
+        assert not browser.find_elements(By.ID, "cardNumber"), tampering
+        assert "cannot be set in the checkout URL" in browser.page_source
+    # A Masterpass-style URL carrying everything itself opens nothing either.
+    browser.get(daemon.base_url + "/srci/?" + urllib.parse.urlencode({
+        "checkoutId": CHECKOUT_ID, "cartId": "evil", "amount": "0.01", "currency": "USD",
+        "allowedCardTypes": "visa", "userId": "victim-1", "suppress3DS": "true",
+        "callbackUrl": merchant.base + "/callback"}))
+    assert not browser.find_elements(By.ID, "cardNumber")
+    assert "checkoutSessionId is required" in browser.page_source
+
+    # The attacker pays their own checkout and agrees to pair: the card waits for attacker-1 only.
+    browser.get(own)
+    fill(browser, card=ATTACKER_VISA, street="666 Evil Road")
+    browser.find_element(By.ID, "pairingConsent").click()
+    params = pay_and_return(browser, daemon, merchant)
+    assert params["mpstatus"] == "success"
+    stolen = backend.get(base + "/pairingid", params={
+        "pairingTransactionId": params["pairing_verifier"], "userId": "victim-1"}, timeout=10)
+    assert stolen.status_code == 404
+    # What the victim's wallet holds: their card and their address, nothing of the attacker's.
+    pre = backend.get(base + "/precheckoutdata/" + redeemed.json()["pairingId"], timeout=10)
+    assert pre.status_code == 200, pre.text
+    assert [card["lastFour"] for card in pre.json()["cards"]] == ["4444"]
+    assert [address["line1"] for address in pre.json()["shippingAddresses"]] == ["2 Side Street"]
+
+
+def test_3ds_runs_when_the_checkout_id_requires_it(daemon, merchant, backend, browser):
+    """The policy is the checkout id's, on the server: a challenge card meets its challenge, whatever the URL says."""
+    response = backend.post(daemon.base_url + "/masterpass/checkouts/%s/sessions" % CHECKOUT_ID,
+                            json=session_body(merchant, suppress3DS=True), timeout=10)
+    assert response.status_code == 400
+    url = checkout_url(daemon, backend, merchant)
+    browser.get(url + "&suppress3DS=true")
+    assert not browser.find_elements(By.ID, "cardNumber")
+    browser.get(url)
+    fill(browser, card=MAESTRO_CHALLENGE)
+    browser.find_element(By.CSS_SELECTOR, "button.pay").click()
+    WebDriverWait(browser, 20).until(lambda d: "/acs/" in d.current_url)
+
+
 @pytest.mark.skipif(not os.environ.get("CARDVAULT_SCREENSHOTS"), reason="set CARDVAULT_SCREENSHOTS=1 to refresh")
 @pytest.mark.parametrize("name,width,height,locale", [
     ("checkout-desktop", 1280, 1100, "en_US"), ("checkout-phone", 390, 844, "en_US"),
@@ -355,7 +486,7 @@ def test_express_checkout_pairs_once_then_rotates_pairing_ids(daemon, merchant, 
 def test_screenshots(daemon, merchant, backend, name, width, height, locale):
     driver = chrome(width, height)
     try:
-        driver.get(checkout_url(daemon, merchant, locale=locale, userId="shopper-shots"))
+        driver.get(checkout_url(daemon, backend, merchant, locale=locale, userId="shopper-shots"))
         driver.find_element(By.ID, "cardNumber").send_keys("5555 5555 5555 4444")
         total = driver.execute_script("return document.body.scrollHeight")
         driver.set_window_size(width, max(height, total + 120))
@@ -371,7 +502,7 @@ def test_zz_checkout_card_numbers_are_nowhere_in_clear(daemon, merchant):
     logs or the merchant's callbacks (ASCII, UTF-16, BCD)."""
     files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
     files += [daemon.log_path, daemon.stdout_path]
-    secrets = [MASTERCARD, MAESTRO_CHALLENGE, "5555 5555 5555 4444", "securityCode=123"]
+    secrets = [MASTERCARD, MAESTRO_CHALLENGE, ATTACKER_VISA, "5555 5555 5555 4444", "securityCode=123"]
     for path in files:
         content = path.read_bytes()
         for secret in secrets:

@@ -1,0 +1,160 @@
+import VaultCore
+import VaultStore
+
+/// Serializes the changes of one record in the daemon, in front of the store's optimistic commit: a wallet
+/// credited by many pay-ins at once gets them one after another instead of failing them with conflicts.
+///
+/// A change takes its record's turn (``take(_:)``), reads the record, and commits; as soon as the store has
+/// queued the commit (before it is durable, ``RecordStore/commit(_:whenQueued:)``) it hands the record as it
+/// wrote it, with its new version, to the next change in line (``Turn/hand(_:)``), whose conditional write
+/// then lands in the same or the next group commit. So the changes of one record share group commits like
+/// those of different records, rather than waiting for one sync each. The optimistic check stays underneath:
+/// when a change fails after handing on (its batch conflicted elsewhere, or the store refused it), the next
+/// change's condition fails too and it reads the record again. Changes that do not take turns (other code
+/// paths) are still safe; they only conflict more often.
+final class HotRecordQueue<Value: Sendable>: Sendable {
+    private struct Slot {
+        var busy = false
+        var waiting: [UnsafeContinuation<Void, Never>] = []
+        /// The record as the last change handed it on, while that change is not done.
+        var latest: Stored<Value>?
+        /// Which change handed `latest` on.
+        var handedBy: UInt64 = 0
+        /// Changes that handed a record on and are not done, with the changes waiting for them to settle.
+        var unfinished: [UInt64: [UnsafeContinuation<Void, Never>]] = [:]
+    }
+
+    private struct State {
+        var slots: [String: Slot] = [:]
+        var serial: UInt64 = 0
+    }
+
+    private let state = Locked(State())
+
+    /// One change's turn on a record.
+    final class Turn: Sendable {
+        let key: String
+        let serial: UInt64
+        /// The record as the previous change wrote it (not durable yet), or nil: read it from the store.
+        let latest: Stored<Value>?
+        /// The change that handed `latest` on (0: none).
+        let source: UInt64
+        private let queue: HotRecordQueue
+        private let released = Locked(false)
+
+        fileprivate init(key: String, serial: UInt64, latest: Stored<Value>?, source: UInt64, queue: HotRecordQueue) {
+            self.key = key
+            self.serial = serial
+            self.latest = latest
+            self.source = source
+            self.queue = queue
+        }
+
+        /// Waits until the change that handed `latest` on is done (durable or failed), so that the store shows
+        /// what it left: after a conflict, the change then reads the record again from the store.
+        func settle() async {
+            await queue.settle(key, source: source)
+        }
+
+        /// Hands the record as this change wrote it to the next change and lets that one go (once; later calls
+        /// do nothing).
+        func hand(_ written: Stored<Value>?) {
+            guard
+                released.withLock({ done in
+                    defer { done = true }
+                    return !done
+                })
+            else { return }
+            queue.release(key, serial: serial, latest: written)
+        }
+
+        /// Ends the turn: lets the next change go if it has not gone yet, and forgets the record this change
+        /// handed on (the next change then reads the store) unless a later change has handed on another.
+        func finish(failed: Bool) {
+            hand(nil)
+            queue.done(key, serial: serial)
+        }
+    }
+
+    /// Waits for `key`'s turn.
+    func take(_ key: String) async -> Turn {
+        let serial = state.withLock { state -> UInt64 in
+            state.serial += 1
+            return state.serial
+        }
+        let mustWait = state.withLock { state -> Bool in
+            if state.slots[key]?.busy == true { return true }
+            state.slots[key, default: Slot()].busy = true
+            return false
+        }
+        if mustWait {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    // The holder may have finished between the two locks.
+                    if state.slots[key]?.busy == true {
+                        state.slots[key]!.waiting.append(continuation)
+                        return false
+                    }
+                    state.slots[key, default: Slot()].busy = true
+                    return true
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
+        let (latest, source) = state.withLock { state in (state.slots[key]?.latest, state.slots[key]?.handedBy ?? 0) }
+        return Turn(key: key, serial: serial, latest: latest, source: latest == nil ? 0 : source, queue: self)
+    }
+
+    fileprivate func settle(_ key: String, source: UInt64) async {
+        guard source != 0 else { return }
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                guard state.slots[key]?.unfinished[source] != nil else { return true }
+                state.slots[key]!.unfinished[source]!.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    private func release(_ key: String, serial: UInt64, latest: Stored<Value>?) {
+        let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+            guard var slot = state.slots[key] else { return nil }
+            if let latest {
+                slot.latest = latest
+                slot.handedBy = serial
+                slot.unfinished[serial] = []
+            } else if slot.handedBy != 0 && slot.handedBy <= serial {
+                // This change wrote nothing to hand on (or failed before queueing): what an earlier one
+                // handed may be stale, so the next change reads the store.
+                slot.latest = nil
+                slot.handedBy = 0
+            }
+            if slot.waiting.isEmpty {
+                slot.busy = false
+                state.slots[key] = slot.latest == nil && slot.unfinished.isEmpty ? nil : slot
+                return nil
+            }
+            let next = slot.waiting.removeFirst()
+            state.slots[key] = slot
+            return next
+        }
+        next?.resume()
+    }
+
+    private func done(_ key: String, serial: UInt64) {
+        let settled = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
+            guard var slot = state.slots[key] else { return [] }
+            let settled = slot.unfinished.removeValue(forKey: serial) ?? []
+            if slot.handedBy == serial {
+                // The record this change wrote is durable now (or its commit failed): readers of the store see it.
+                slot.latest = nil
+                slot.handedBy = 0
+            }
+            let idle = !slot.busy && slot.waiting.isEmpty && slot.latest == nil && slot.unfinished.isEmpty
+            state.slots[key] = idle ? nil : slot
+            return settled
+        }
+        for continuation in settled { continuation.resume() }
+    }
+}

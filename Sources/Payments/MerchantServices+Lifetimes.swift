@@ -1,0 +1,125 @@
+import Foundation
+import VaultCore
+public import VaultStore
+
+extension MerchantServices {
+    /// The lifetime of every collection the merchant API writes (see ``RecordLifetime``), with the settings of
+    /// ``PaymentsConfiguration``.
+    public var recordLifetimes: [RecordLifetime] {
+        let configuration = environment.configuration
+        let idempotencyRetention = Int64(configuration.idempotencyRetention)
+        let accessKeyLifetime = configuration.accessKeyLifetime
+        let registrationLifetime = Int64(configuration.registrationLifetime)
+        let profilingRetention = Int64(configuration.profilingAttemptRetention)
+        let riskWindow = Int64(payIns.riskEngine.policy.windowSeconds)
+        let historyRetention = Int64(configuration.riskHistoryRetention)
+        return [
+            RecordLifetime(kept: Collections.clients, "until the operator removes the client"),
+            .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)") { record in
+                try RecordCoding.decode(BearerTokens.Entry.self, from: record).expiresAt
+            },
+            .deleted(Collections.idempotency, "24 hours after the first request (idempotencyRetention)") { record in
+                try RecordCoding.decode(IdempotencyLedger.Entry.self, from: record).createdAt + idempotencyRetention
+            },
+            RecordLifetime(
+                Collections.registrations,
+                "not VALIDATED: 24 hours after creation (registrationLifetime); a tokenized card number goes at the "
+                    + "access key's expiry (accessKeyLifetime, 20 minutes)"
+            ) { record, now in
+                try Self.expireRegistration(
+                    record, now: now, accessKeyLifetime: accessKeyLifetime, registrationLifetime: registrationLifetime)
+            },
+            RecordLifetime(
+                kept: Collections.vault,
+                "with its card; a number tokenized but never completed goes at the access key's expiry"),
+            .deleted(Collections.profilingAttempts, "7 days after the tokenization (profilingAttemptRetention)") {
+                record in
+                try RecordCoding.decode(ProfilingAttempt.self, from: record).creationDate + profilingRetention
+            },
+            RecordLifetime(kept: Collections.users, "until the merchant's data is removed"),
+            RecordLifetime(kept: Collections.wallets, "until the merchant's data is removed"),
+            RecordLifetime(kept: Collections.walletsByUser, "with its wallet"),
+            RecordLifetime(kept: Collections.cards, "until the merchant's data is removed (deactivation keeps it)"),
+            RecordLifetime(kept: Collections.cardsByUser, "with its card"),
+            RecordLifetime(kept: Collections.cardsByFingerprint, "with its card"),
+            RecordLifetime(kept: PayInService.payIns, "until the merchant's data is removed"),
+            RecordLifetime(kept: PayInService.validations, "until the merchant's data is removed"),
+            RecordLifetime(kept: PayInService.refunds, "until the merchant's data is removed"),
+            RecordLifetime(kept: PayInService.byCard, "with its transaction"),
+            RecordLifetime(kept: PayInService.refundsByPayIn, "with its refund"),
+            RecordLifetime(kept: PayInService.assessments, "with its pay-in"),
+            .deleted(
+                PayInService.awaiting,
+                "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"
+            ) { record in
+                // Normally ended by the transaction's own expiry (a round of the sweeper); an entry a day past its
+                // deadline is dropped whatever happened to its transaction.
+                Int64(String(decoding: record.value, as: UTF8.self)).map { $0 + 86_400 }
+            },
+            .deleted(PayInRiskHistory.attempts, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
+                record in Self.riskStamp(record.id).map { $0 + riskWindow }
+            },
+            .deleted(PayInRiskHistory.failures, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
+                record in Self.riskStamp(record.id).map { $0 + riskWindow }
+            },
+            .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
+                record in Self.riskStamp(record.id).map { $0 + historyRetention }
+            },
+        ]
+    }
+
+    /// The in-memory expiries and the pay-ins' challenge deadlines, for ``RecordSweeper``'s rounds.
+    public var sweepRounds: [@Sendable () async throws -> Void] {
+        let payIns = self.payIns
+        let securityCodes = self.securityCodes
+        let bearerTokens = self.bearerTokens
+        let logger = environment.logger
+        return [
+            {
+                let expired = try await payIns.expireDueChallenges()
+                if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+            },
+            {
+                securityCodes.purgeExpired()
+                bearerTokens.purgeExpiredFromCache()
+            },
+        ]
+    }
+
+    /// A registration that never became VALIDATED: at the access key's expiry its tokenized card number is
+    /// deleted (and the pending card forgotten); `registrationLifetime` after creation the registration goes.
+    static func expireRegistration(
+        _ record: Record, now: Int64, accessKeyLifetime: TimeInterval, registrationLifetime: Int64
+    ) throws -> [RecordWrite]? {
+        let registration = try RecordCoding.decode(CardRegistration.self, from: record)
+        guard registration.status != .validated else { return nil }
+        let expiredKey = Double(now - registration.creationDate) > accessKeyLifetime
+        var writes: [RecordWrite] = []
+        if let pending = registration.pending, expiredKey {
+            writes.append(
+                .delete(
+                    collection: Collections.vault, id: Identifier.scoped(registration.clientId, pending.cardId),
+                    condition: .unconditional))
+        }
+        if now >= registration.creationDate + registrationLifetime {
+            writes.append(.delete(collection: record.collection, id: record.id, condition: .version(record.version)))
+        } else if !writes.isEmpty {
+            var updated = registration
+            updated.pending = nil
+            writes.append(
+                .put(
+                    collection: record.collection, id: record.id, value: try RecordCoding.encode(updated),
+                    condition: .version(record.version)))
+        }
+        return writes.isEmpty ? nil : writes
+    }
+
+    /// The Unix seconds in a risk history id (`…:<12 digits>:<transactionId>`).
+    static func riskStamp(_ id: String) -> Int64? {
+        let parts = id.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 2 else { return nil }
+        let stamp = parts[parts.count - 2]
+        guard stamp.utf8.count == 12, stamp.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int64(stamp)
+    }
+}

@@ -1,0 +1,156 @@
+import VaultCore
+import VaultStore
+
+/// Per-card, per-user, per-IP and per-device counters of the risk history, kept in memory and updated by each
+/// committed pay-in, so that scoring a pay-in reads counters instead of scanning and decrypting the history.
+///
+/// The history records in the store (``PayInRiskHistory``) stay the durable truth: a key's counter is seeded
+/// from them the first time it is needed (one scan, as every pay-in made before), and from then on each commit
+/// that writes history records adds its events. Events carry their transaction id, so an event that both the
+/// seeding scan and a commit report is counted once. While a key is being seeded, the events committed for it
+/// are held and merged when the scan is in. Events older than the window are dropped as they are met; at most
+/// ``PayInRiskHistory/countLimit`` are kept per key (the rules see no difference above that). At most
+/// `maximumKeys` keys are held; when full, the least recently used half is forgotten (and seeded again when met).
+final class RiskCounters: Sendable {
+    /// One attempt, failure or success of a transaction.
+    struct Event: Sendable, Equatable {
+        var stamp: Int64
+        var transactionId: String
+        /// The card fingerprint (device attempts: for the distinct cards) or the amount (successes), as text.
+        var detail: String
+    }
+
+    /// What a key's counter holds: the events seen, newest last.
+    struct Counter: Sendable {
+        var events: [Event] = []
+        var ids: Set<String> = []
+        var lastUse: UInt64 = 0
+
+        mutating func add(_ event: Event, limit: Int) {
+            guard ids.insert(event.transactionId).inserted else { return }
+            if let last = events.last, last.stamp > event.stamp {
+                let index = events.firstIndex { $0.stamp > event.stamp } ?? events.endIndex
+                events.insert(event, at: index)
+            } else {
+                events.append(event)
+            }
+            if events.count > limit * 2 { trim(keeping: limit) }
+        }
+
+        /// Keeps the `limit` newest events.
+        mutating func trim(keeping limit: Int) {
+            guard events.count > limit else { return }
+            for event in events.prefix(events.count - limit) { ids.remove(event.transactionId) }
+            events.removeFirst(events.count - limit)
+        }
+
+        /// Drops the events before `since` (window counters only).
+        mutating func prune(before since: Int64) {
+            guard let first = events.first, first.stamp < since else { return }
+            let keep = events.firstIndex { $0.stamp >= since } ?? events.endIndex
+            for event in events[..<keep] { ids.remove(event.transactionId) }
+            events.removeFirst(keep)
+        }
+    }
+
+    enum Slot: Sendable {
+        /// A scan is reading the history; events committed meanwhile wait here.
+        case seeding([Event])
+        case ready(Counter)
+    }
+
+    struct State: Sendable {
+        var slots: [String: Slot] = [:]
+        var clock: UInt64 = 0
+    }
+
+    let limit: Int
+    let maximumKeys: Int
+    private let state = Locked(State())
+
+    init(limit: Int = PayInRiskHistory.countLimit, maximumKeys: Int = 200_000) {
+        self.limit = limit
+        self.maximumKeys = maximumKeys
+    }
+
+    /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan)
+    /// when it is not held yet.
+    func events(_ key: String, since: Int64?, seed: () async throws -> [Event]) async throws -> [Event] {
+        let held: [Event]? = state.withLock { state in
+            state.clock += 1
+            switch state.slots[key] {
+            case .ready(var counter):
+                state.slots[key] = nil  // keep the counter uniquely referenced while it changes
+                if let since { counter.prune(before: since) }
+                counter.trim(keeping: limit)
+                counter.lastUse = state.clock
+                state.slots[key] = .ready(counter)
+                return counter.events
+            case .seeding:
+                return nil
+            case nil:
+                makeRoom(&state)
+                state.slots[key] = .seeding([])
+                return nil
+            }
+        }
+        if let held { return held }
+        // Seeding (ours, or another caller's that is still running: then this one reads the store too).
+        let scanned = try await seed()
+        return state.withLock { state in
+            var counter = Counter()
+            for event in scanned { counter.add(event, limit: limit) }
+            switch state.slots[key] {
+            case .seeding(let waiting):
+                for event in waiting { counter.add(event, limit: limit) }
+            case .ready(let current):
+                for event in current.events { counter.add(event, limit: limit) }
+            case nil:
+                break
+            }
+            counter.trim(keeping: limit)
+            if let since { counter.prune(before: since) }
+            state.clock += 1
+            counter.lastUse = state.clock
+            state.slots[key] = .ready(counter)
+            return counter.events
+        }
+    }
+
+    /// Forgets a key whose seeding failed, so that the next caller seeds it again.
+    func abandon(_ key: String) {
+        state.withLock { state in
+            if case .seeding = state.slots[key] { state.slots[key] = nil }
+        }
+    }
+
+    /// Adds events that a commit made durable. Keys not held are left alone: their seeding scan will read them.
+    func record(_ events: [(key: String, event: Event)]) {
+        guard !events.isEmpty else { return }
+        state.withLock { state in
+            for (key, event) in events {
+                switch state.slots[key] {
+                case .ready(var counter):
+                    state.slots[key] = nil  // keep the counter uniquely referenced while it changes
+                    counter.add(event, limit: limit)
+                    state.slots[key] = .ready(counter)
+                case .seeding(var waiting):
+                    waiting.append(event)
+                    state.slots[key] = .seeding(waiting)
+                case nil:
+                    continue
+                }
+            }
+        }
+    }
+
+    private func makeRoom(_ state: inout State) {
+        guard state.slots.count >= maximumKeys else { return }
+        var uses: [(UInt64, String)] = []
+        for (key, slot) in state.slots {
+            if case .ready(let counter) = slot { uses.append((counter.lastUse, key)) }
+        }
+        uses.sort { $0.0 < $1.0 }
+        for (_, key) in uses.prefix(max(1, uses.count / 2)) { state.slots[key] = nil }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+public import VaultCore
+
+/// One kind of stored record (one store collection) and when its records end.
+///
+/// Every collection the daemon writes has one: either a rule that says when a record is over (and what goes
+/// with it), or none, for business records that live until their owner deletes them (users, cards, pay-ins) and
+/// configuration (clients, checkout registrations). docs/operations.md, "Record lifetimes", lists them all.
+public struct RecordLifetime: Sendable {
+    /// The store collection, also the `kind` label in `/metrics`.
+    public var collection: String
+    /// How long a record lives, in words (for documentation and `cardvault` output).
+    public var summary: String
+    /// Decides one record at `now` (Unix seconds): nil keeps it; otherwise the writes that end it, with a
+    /// version condition on the record itself, so that a record changed meanwhile is left for the next round.
+    public var expire: (@Sendable (Record, Int64) async throws -> [RecordWrite]?)?
+
+    /// A kind whose records end by `expire`.
+    public init(
+        _ collection: String, _ summary: String,
+        expire: @escaping @Sendable (Record, Int64) async throws -> [RecordWrite]?
+    ) {
+        self.collection = collection
+        self.summary = summary
+        self.expire = expire
+    }
+
+    /// A kind kept until its owner deletes it: counted, never swept.
+    public init(kept collection: String, _ summary: String) {
+        self.collection = collection
+        self.summary = summary
+        self.expire = nil
+    }
+
+    /// A kind whose records end at a Unix time read from the record; the record alone is deleted.
+    public static func deleted(
+        _ collection: String, _ summary: String, at end: @escaping @Sendable (Record) throws -> Int64?
+    ) -> RecordLifetime {
+        RecordLifetime(collection, summary) { record, now in
+            guard let endsAt = try end(record), endsAt <= now else { return nil }
+            return [.delete(collection: record.collection, id: record.id, condition: .version(record.version))]
+        }
+    }
+}
+
+/// What one sweep round did.
+public struct SweepReport: Sendable, Equatable {
+    /// Records ended, by collection.
+    public var expired: [String: Int] = [:]
+    /// Records left in the store after the round, by collection.
+    public var remaining: [String: Int] = [:]
+    /// Records the round could not decide (undecodable or changed meanwhile); they are retried next round.
+    public var skipped = 0
+
+    public init() {}
+}
+
+/// The one sweeper of the daemon: runs every record kind's expiry against an injected clock, and the in-memory
+/// expiries (held security codes, the bearer token cache, pending 3-D Secure challenges) with it.
+///
+/// The daemon runs it as ``PeriodicService``s (``services(interval:roundsInterval:logger:)``) in its service
+/// group, which awaits the round in progress before the store closes. The counts of the last round are what `/metrics` shows
+/// (``metricsText()``).
+public final class RecordSweeper: Sendable {
+    private let store: any RecordStore
+    private let clock: any WallClock
+    public let lifetimes: [RecordLifetime]
+    private let rounds: [@Sendable () async throws -> Void]
+    private let logger: Logger
+    private let state = Locked(State())
+    /// Records read per store scan.
+    static let pageSize = 256
+
+    private struct State {
+        var remaining: [String: Int] = [:]
+        var expiredTotal: [String: Int] = [:]
+        var rounds = 0
+    }
+
+    /// - Parameters:
+    ///   - lifetimes: every record kind, each collection once.
+    ///   - rounds: extra work of each round (in-memory expiries, domain expiries with their own transitions).
+    public init(
+        store: any RecordStore, clock: any WallClock, lifetimes: [RecordLifetime],
+        rounds: [@Sendable () async throws -> Void] = [], logger: Logger = .disabled
+    ) {
+        self.store = store
+        self.clock = clock
+        self.lifetimes = lifetimes
+        self.rounds = rounds
+        self.logger = logger
+    }
+
+    /// The sweeper as two services: the record expiries every `interval` (after counting the store at once, so
+    /// `/metrics` shows every kind from the start), and the extra rounds (challenge deadlines, in-memory
+    /// expiries, cheap) every `roundsInterval`.
+    public func services(interval: Duration, roundsInterval: Duration = .seconds(5), logger: Logger) -> [any Service] {
+        [
+            SweeperService(
+                sweeper: self,
+                periodic: PeriodicService(name: "record-sweeper", interval: interval, logger: logger) { [self] in
+                    _ = try await self.sweepRecords()
+                }),
+            PeriodicService(name: "expiry-rounds", interval: roundsInterval, logger: logger) { [self] in
+                try await self.runRounds()
+            },
+        ]
+    }
+
+    /// The extra rounds alone.
+    public func runRounds() async throws {
+        for round in rounds { try await round() }
+    }
+
+    /// One full round: the extra rounds, then every kind's expiry and the counts.
+    @discardableResult
+    public func sweep() async throws -> SweepReport {
+        try await runRounds()
+        return try await sweepRecords()
+    }
+
+    /// Every kind's expiry, then the counts.
+    @discardableResult
+    public func sweepRecords() async throws -> SweepReport {
+        var report = SweepReport()
+        let now = Int64(clock.now.timeIntervalSince1970.rounded(.down))
+        for lifetime in lifetimes {
+            guard let expire = lifetime.expire else { continue }
+            var after: String?
+            var ended = 0
+            while true {
+                try Task.checkCancellation()
+                let page = try await store.scan(lifetime.collection, prefix: "", after: after, limit: Self.pageSize)
+                for record in page {
+                    let writes: [RecordWrite]?
+                    do {
+                        writes = try await expire(record, now)
+                    } catch {
+                        report.skipped += 1
+                        continue
+                    }
+                    guard let writes, !writes.isEmpty else { continue }
+                    do {
+                        try await store.commit(writes)
+                        ended += 1
+                    } catch let error as StoreError where error.code == .conflict {
+                        report.skipped += 1
+                    }
+                }
+                guard page.count == Self.pageSize, let last = page.last else { break }
+                after = last.id
+            }
+            if ended > 0 { report.expired[lifetime.collection] = ended }
+        }
+        report.remaining = try await counts()
+        let expired = report.expired
+        let remaining = report.remaining
+        state.withLock { state in
+            state.remaining = remaining
+            for (collection, count) in expired { state.expiredTotal[collection, default: 0] += count }
+            state.rounds += 1
+        }
+        if !expired.isEmpty {
+            logger.info(
+                "records expired",
+                ["total": .int(expired.values.reduce(0, +)), "kinds": .int(expired.count)])
+        }
+        return report
+    }
+
+    /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
+    @discardableResult
+    public func counts() async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for lifetime in lifetimes {
+            counts[lifetime.collection] = try await store.count(
+                lifetime.collection, prefix: "", after: nil, limit: 1 << 30)
+        }
+        state.withLock { $0.remaining = counts }
+        return counts
+    }
+
+    /// Prometheus text: `cardvault_records{kind}` (as of the last round) and `cardvault_records_expired_total{kind}`.
+    public func metricsText() -> String {
+        let snapshot = state.withLock { $0 }
+        var text = "# HELP cardvault_records Records in the store by kind (collection), as of the last sweep.\n"
+        text += "# TYPE cardvault_records gauge\n"
+        for lifetime in lifetimes {
+            text +=
+                "cardvault_records{kind=\"\(lifetime.collection)\"} \(snapshot.remaining[lifetime.collection] ?? 0)\n"
+        }
+        text += "# HELP cardvault_records_expired_total Records the sweeper ended at the end of their lifetime.\n"
+        text += "# TYPE cardvault_records_expired_total counter\n"
+        for lifetime in lifetimes where lifetime.expire != nil {
+            text +=
+                "cardvault_records_expired_total{kind=\"\(lifetime.collection)\"} "
+                + "\(snapshot.expiredTotal[lifetime.collection] ?? 0)\n"
+        }
+        text +=
+            "# HELP cardvault_sweep_rounds_total Sweep rounds finished.\n# TYPE cardvault_sweep_rounds_total counter\n"
+        text += "cardvault_sweep_rounds_total \(snapshot.rounds)\n"
+        return text
+    }
+}
+
+/// Counts once, then runs the periodic sweep.
+private struct SweeperService: Service {
+    let sweeper: RecordSweeper
+    let periodic: PeriodicService
+    var name: String { periodic.name }
+
+    func run() async throws {
+        _ = try? await sweeper.counts()
+        try await periodic.run()
+    }
+}

@@ -1,0 +1,106 @@
+import CardKit
+import Foundation
+import Testing
+import VaultCore
+import VaultCrypto
+import VaultStore
+
+@testable import Payments
+
+/// Many pay-ins crediting one wallet at once take turns on it (``HotRecordQueue``): none fails, the balance is
+/// exact, on the in-memory store and on the file store (where each credit is handed to the next before its
+/// group commit is durable).
+@Suite struct HotWalletTests {
+    static func payInsIntoOneWallet(
+        store: any RecordStore, fingerprintKeys: any FingerprintKeySource, count: Int
+    )
+        async throws
+    {
+        var policy = RiskPolicy()
+        policy.maxPerCard = 1_000_000
+        policy.maxPerUser = 1_000_000
+        policy.maxPerIP = 1_000_000
+        policy.maxPerDevice = 1_000_000
+        let services = MerchantServices(
+            environment: PaymentsEnvironment(
+                store: store, clock: SystemClock(), random: RandomPool(), fingerprintKeys: fingerprintKeys,
+                configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/"), logger: .disabled),
+            riskPolicy: policy)
+        var fields = UserFields()
+        fields.firstName = "Pay"
+        fields.lastName = "Er"
+        fields.email = "payer@example.com"
+        let payer = try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+        let wallet = try await services.wallets.create(
+            clientId: "shop", owners: [payer.id], description: "seller", currency: "EUR", tag: nil)
+        let registration = try await services.cardRegistrations.create(
+            clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
+        guard
+            case .success(let token, _) = try await services.cardRegistrations.tokenize(
+                clientId: "shop", id: registration.id,
+                form: TokenizationForm(
+                    data: registration.preregistrationData, accessKeyRef: registration.accessKey,
+                    cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
+                signals: DeviceSignals(ipAddress: "192.0.2.7"))
+        else { throw PaymentsError(.invalidState, "tokenization failed") }
+        let card = try #require(
+            try await services.cardRegistrations.update(
+                clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
+                cardHolderName: nil, tag: nil
+            ).cardId)
+        let statuses = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    var request = PayInRequest()
+                    request.authorId = payer.id
+                    request.creditedWalletId = wallet.id
+                    request.debitedFunds = Funds(currency: "EUR", amount: 1000 + Int64(index))
+                    request.fees = Funds(currency: "EUR", amount: 100)
+                    request.cardId = card
+                    request.secureModeReturnURL = "https://shop.example/return"
+                    request.ipAddress = "192.0.2.7"
+                    request.browserInfo = BrowserInfo(acceptHeader: "text/html", userAgent: "UA/1")
+                    return try await services.payIns.create(clientId: "shop", request: request).status
+                }
+            }
+            var statuses: [String] = []
+            for try await status in group { statuses.append(status) }
+            return statuses
+        }
+        #expect(statuses.count == count && statuses.allSatisfy { $0 == "SUCCEEDED" })
+        let expected = (0..<count).reduce(Int64(0)) { $0 + 900 + Int64($1) }
+        #expect(try await services.wallets.get(clientId: "shop", id: wallet.id).balance == expected)
+    }
+
+    @Test func concurrentPayInsIntoOneWalletAllSucceedInMemory() async throws {
+        try await Self.payInsIntoOneWallet(
+            store: InMemoryRecordStore(), fingerprintKeys: DerivedFingerprintKeys(secret: .random()), count: 64)
+    }
+
+    @Test func concurrentPayInsIntoOneWalletAllSucceedOnTheFileStore() async throws {
+        let directory = NSTemporaryDirectory() + "cv-hot-wallet-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        _ = try KeyRing.createMasterKey(keysDirectory: directory + "/keys")
+        let store = try EncryptedFileStore.open(directory: directory + "/data", keysDirectory: directory + "/keys")
+        defer {
+            store.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try await Self.payInsIntoOneWallet(store: store, fingerprintKeys: store.fingerprintKeys, count: 200)
+    }
+
+    /// The turn hands a record on to the next change in line, and forgets it once the change is done.
+    @Test func turnsHandTheRecordOnInOrder() async throws {
+        let queue = HotRecordQueue<Int>()
+        let first = await queue.take("w")
+        #expect(first.latest == nil)
+        let second = Task { await queue.take("w") }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        first.hand(Stored(value: 7, version: 2))
+        let next = await second.value
+        #expect(next.latest?.value == 7 && next.latest?.version == 2)
+        first.finish(failed: false)
+        next.finish(failed: false)
+        #expect(await queue.take("w").latest == nil)
+    }
+}

@@ -1,0 +1,224 @@
+import CardKit
+import Foundation
+import Testing
+import VaultCore
+import VaultStore
+
+@testable import Payments
+
+/// Every kind of record ends at its lifetime, and not before: the real services write, a manual clock moves, the
+/// sweeper runs.
+@Suite struct RecordLifetimeTests {
+    func sweeper(_ f: PaymentsFixture) -> RecordSweeper {
+        RecordSweeper(
+            store: f.store, clock: f.clock, lifetimes: f.services.recordLifetimes, rounds: f.services.sweepRounds)
+    }
+
+    func count(_ f: PaymentsFixture, _ collection: String) async throws -> Int {
+        try await f.store.scanAll(collection).count
+    }
+
+    @Test func bearerTokensEndAtTheirExpiry() async throws {
+        let f = PaymentsFixture()
+        let credentials = try await f.services.clients.create(name: "shop")
+        let client = try await f.services.clients.authenticate(
+            clientId: credentials.clientId, apiKey: credentials.apiKey)
+        let token = try await f.services.bearerTokens.issue(for: client)
+        let sweeper = sweeper(f)
+        f.clock.advance(by: f.services.environment.configuration.bearerTokenLifetime - 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.bearerTokens) == 1)
+        #expect(
+            try await f.services.bearerTokens.clientId(forToken: token.accessToken.unsafeRevealed) == client.clientId)
+        f.clock.advance(by: 1)
+        let report = try await sweeper.sweep()
+        #expect(report.expired[Collections.bearerTokens] == 1)
+        #expect(try await count(f, Collections.bearerTokens) == 0)
+        #expect(f.services.bearerTokens.cachedCount == 0)
+        #expect(try await count(f, Collections.clients) == 1)  // clients are kept
+    }
+
+    @Test func theBearerTokenCacheIsBounded() async throws {
+        let f = PaymentsFixture(
+            configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example", bearerTokenCacheCapacity: 8))
+        let credentials = try await f.services.clients.create(name: "shop")
+        let client = try await f.services.clients.authenticate(
+            clientId: credentials.clientId, apiKey: credentials.apiKey)
+        var tokens: [String] = []
+        for _ in 0..<50 {
+            tokens.append(try await f.services.bearerTokens.issue(for: client).accessToken.unsafeRevealed)
+            #expect(f.services.bearerTokens.cachedCount <= 8)
+        }
+        // A token dropped from the cache still works: it is read from the store again.
+        for token in tokens { #expect(try await f.services.bearerTokens.clientId(forToken: token) == client.clientId) }
+        #expect(f.services.bearerTokens.cachedCount <= 8)
+    }
+
+    @Test func idempotencyEntriesEndAfterTheirRetention() async throws {
+        let f = PaymentsFixture()
+        let ledger = f.services.idempotency
+        let key = "lifetime-key-0001"
+        #expect(try await ledger.begin(clientId: "shop", key: key, method: "POST", path: "/x", body: []) == .proceed)
+        try await ledger.record(
+            clientId: "shop", key: key,
+            response: StoredResponse(
+                statusCode: 200, contentType: "application/json", body: [], requestURL: "/x", date: 0))
+        let sweeper = sweeper(f)
+        f.clock.advance(by: 24 * 3600 - 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.idempotency) == 1)
+        f.clock.advance(by: 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.idempotency) == 0)
+    }
+
+    @Test func anAbandonedRegistrationLosesItsCardNumberAtTheAccessKeysExpiry() async throws {
+        let f = PaymentsFixture()
+        let abandoned = try await f.registration()
+        guard case .success(let token, _) = try await f.tokenize(abandoned, f.form(abandoned)) else {
+            Issue.record("tokenization failed")
+            return
+        }
+        let untouched = try await f.registration()
+        let card = try await f.registeredCard()
+        let sweeper = sweeper(f)
+        #expect(try await count(f, Collections.vault) == 2)
+        f.clock.advance(by: f.services.environment.configuration.accessKeyLifetime)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.vault) == 2)  // the access key still works this second
+        f.clock.advance(by: 1)
+        let report = try await sweeper.sweep()
+        #expect(report.expired[Collections.registrations] == 1)
+        // The abandoned number is gone; the completed card's number stays.
+        let numbers = try await f.store.scanAll(Collections.vault).map(\.id)
+        #expect(numbers == [Identifier.scoped("shop", card.id)])
+        let after = try await f.services.cardRegistrations.get(clientId: "shop", id: abandoned.id)
+        #expect(after.pending == nil && after.status == .created)
+        // Completing it now fails; the number cannot come back.
+        let late = try await f.services.cardRegistrations.update(
+            clientId: "shop", id: abandoned.id, registrationData: "data=" + token.unsafeRevealed, cardHolderName: nil,
+            tag: nil)
+        #expect(late.status == .error && late.result == .tokenInputError)
+        #expect(
+            try await f.services.cards.list(clientId: "shop", userId: abandoned.userId, page: PageRequest()).items
+                .isEmpty)
+        // Registrations that never became VALIDATED go after registrationLifetime; the validated one stays.
+        f.clock.advance(by: f.services.environment.configuration.registrationLifetime)
+        try await sweeper.sweep()
+        let left = try await f.store.scanAll(Collections.registrations).map {
+            try RecordCoding.decode(CardRegistration.self, from: $0).id
+        }
+        #expect(!left.contains(abandoned.id) && !left.contains(untouched.id))
+        #expect(left.count == 1)
+        #expect(try await f.services.cards.get(clientId: "shop", id: card.id).id == card.id)
+    }
+
+    @Test func completingAfterTheAccessKeyExpiredFailsEvenBeforeTheSweep() async throws {
+        let f = PaymentsFixture()
+        let registration = try await f.registration()
+        guard case .success(let token, _) = try await f.tokenize(registration, f.form(registration)) else {
+            Issue.record("tokenization failed")
+            return
+        }
+        f.clock.advance(by: f.services.environment.configuration.accessKeyLifetime + 1)
+        let late = try await f.services.cardRegistrations.update(
+            clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
+            cardHolderName: nil, tag: nil)
+        #expect(late.status == .error && late.result == .tokenInputError)
+        #expect(try await count(f, Collections.vault) == 0)  // the failed completion deleted the number
+    }
+
+    @Test func profilingAttemptsEndAfterSevenDays() async throws {
+        let f = PaymentsFixture()
+        _ = try await f.registeredCard()
+        let sweeper = sweeper(f)
+        #expect(try await count(f, Collections.profilingAttempts) == 1)
+        f.clock.advance(by: 7 * 86_400 - 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.profilingAttempts) == 1)
+        f.clock.advance(by: 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, Collections.profilingAttempts) == 0)
+    }
+
+    @Test func riskHistoryEndsWithItsWindowAndTheAmountsAfterAYear() async throws {
+        let p = try await PayInFixture()
+        let f = p.base
+        let (card, reference) = try await p.card()
+        _ = try await p.payIns.create(clientId: "shop", request: p.request(card: card, reference: reference))
+        let sweeper = sweeper(f)
+        #expect(try await count(f, PayInRiskHistory.attempts) > 0)
+        #expect(try await count(f, PayInRiskHistory.successes) == 1)
+        let window = TimeInterval(f.services.payIns.riskEngine.policy.windowSeconds)
+        f.clock.advance(by: window - 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, PayInRiskHistory.attempts) > 0)
+        f.clock.advance(by: 1)
+        try await sweeper.sweep()
+        #expect(try await count(f, PayInRiskHistory.attempts) == 0)
+        #expect(try await count(f, PayInRiskHistory.successes) == 1)
+        f.clock.advance(by: f.services.environment.configuration.riskHistoryRetention)
+        try await sweeper.sweep()
+        #expect(try await count(f, PayInRiskHistory.successes) == 0)
+        #expect(try await count(f, PayInService.payIns) == 1)  // the pay-in itself is the merchant's record
+    }
+
+    @Test func challengeEntriesEndWithTheirTransaction() async throws {
+        let p = try await PayInFixture()
+        let f = p.base
+        let (card, reference) = try await p.card(PayInFixture.challenged)
+        let payIn = try await p.payIns.create(clientId: "shop", request: p.request(card: card, reference: reference))
+        #expect(payIn.status == "CREATED")
+        #expect(try await count(f, PayInService.awaiting) == 1)
+        // The fixture's pay-in service and the merchant services share the store: sweep with the fixture's.
+        let sweeper = RecordSweeper(
+            store: f.store, clock: f.clock, lifetimes: f.services.recordLifetimes,
+            rounds: [{ _ = try await p.payIns.expireDueChallenges() }])
+        f.clock.advance(by: 3600)
+        try await sweeper.sweep()
+        #expect(try await count(f, PayInService.awaiting) == 0)
+        #expect(try await p.payIns.get(clientId: "shop", id: payIn.id).status == "FAILED")
+    }
+
+    @Test func heldSecurityCodesAreWipedByTheSweeper() async throws {
+        let f = PaymentsFixture()
+        let registration = try await f.registration()
+        _ = try await f.tokenize(registration, f.form(registration))
+        #expect(f.services.securityCodes.purgeExpired() == 1)
+        f.clock.advance(by: f.services.environment.configuration.securityCodeRetention)
+        try await sweeper(f).sweep()
+        #expect(f.services.securityCodes.purgeExpired() == 0)
+    }
+
+    @Test func metricsCountEveryKind() async throws {
+        let f = PaymentsFixture()
+        _ = try await f.registeredCard()
+        let sweeper = sweeper(f)
+        try await sweeper.sweep()
+        let text = sweeper.metricsText()
+        for lifetime in f.services.recordLifetimes {
+            #expect(text.contains("cardvault_records{kind=\"\(lifetime.collection)\"} "))
+        }
+        #expect(text.contains("cardvault_records{kind=\"cards\"} 1\n"))
+        #expect(text.contains("cardvault_records{kind=\"card-numbers\"} 1\n"))
+        #expect(text.contains("cardvault_records_expired_total{kind=\"bearer-tokens\"} 0\n"))
+        #expect(text.contains("cardvault_sweep_rounds_total 1\n"))
+        // Each collection has exactly one lifetime.
+        let names = f.services.recordLifetimes.map(\.collection)
+        #expect(Set(names).count == names.count)
+    }
+
+    @Test func aRecordChangedDuringTheSweepIsLeftForTheNextRound() async throws {
+        let f = PaymentsFixture()
+        let store = f.store
+        try await store.put("test-kind", id: "a", value: [1])
+        let lifetime = RecordLifetime("test-kind", "test") { record, _ in
+            // Someone updates the record between the read and the delete.
+            try await store.put("test-kind", id: record.id, value: [2])
+            return [.delete(collection: record.collection, id: record.id, condition: .version(record.version))]
+        }
+        let report = try await RecordSweeper(store: store, clock: f.clock, lifetimes: [lifetime]).sweep()
+        #expect(report.skipped == 1)
+        #expect(try await store.get("test-kind", id: "a")?.value == [2])
+    }
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Instructions (callgrind Ir) the daemon spends per tokenization POST and per frictionless pay-in: a stable
+figure on a noisy machine, for before/after comparisons of two builds.
+
+    bench/tools/callgrind_per_request.py .build/release/cardvault [COUNT]
+
+Starts `cardvault serve` under valgrind --tool=callgrind, creates COUNT registrations, zeroes the counters,
+runs COUNT sequential tokenizations (one keep-alive connection) and dumps, then the same for COUNT pay-ins.
+Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -g -o /tmp/cv cardvault). Prints Ir per request for each.
+"""
+import glob
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def total_ir(path):
+    text = pathlib.Path(path).read_text(errors="replace")
+    match = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
+    return int(match.group(1))
+
+
+def main(binary, count):
+    work = pathlib.Path(tempfile.mkdtemp(prefix="cv-callgrind-"))
+    port = free_port()
+    base = "http://127.0.0.1:%d" % port
+    risk = work / "risk.json"
+    risk.write_text('{"maxPerCard": 1000000000, "maxPerUser": 1000000000, "maxPerIP": 1000000000, '
+                    '"maxPerDevice": 1000000000, "cardsPerDeviceChallenge": 1000000000, '
+                    '"cardsPerDeviceBlock": 1000000000}')
+    env = dict(os.environ, CARDVAULT_LISTEN="127.0.0.1:%d" % port, CARDVAULT_PUBLIC_URL=base,
+               CARDVAULT_DATA_DIR=str(work / "data"), CARDVAULT_KEYS_DIR=str(work / "keys"),
+               CARDVAULT_LOG_LEVEL="warn", CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS="100000000",
+               CARDVAULT_RISK_FILE=str(risk), CARDVAULT_CRASH_BACKTRACE="off", SWIFT_BACKTRACE="enable=no")
+    out = open(work / "out", "wb")
+    process = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"),
+         binary, "serve"], cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
+    try:
+        deadline = time.time() + 120
+        while True:
+            text = (work / "out").read_text(errors="replace")
+            if "serving on" in text and "ClientId=" in text:
+                break
+            if time.time() > deadline or process.poll() is not None:
+                raise SystemExit("daemon did not start: " + (work / "err").read_text()[-500:])
+            time.sleep(0.2)
+        fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
+        client, key = fields["ClientId"], fields["ApiKey"]
+        http = requests.Session()
+        token = http.post(base + "/v2.01/oauth/token", auth=(client, key)).json()["access_token"]
+        api = base + "/v2.01/" + client
+        auth = {"Authorization": "Bearer " + token}
+        user = http.post(api + "/users/natural", headers=auth, json={
+            "FirstName": "A", "LastName": "B", "Email": "a@example.com", "Birthday": 0, "Nationality": "FR",
+            "CountryOfResidence": "FR", "TermsAndConditionsAccepted": True, "UserCategory": "PAYER"}).json()["Id"]
+        wallet = http.post(api + "/wallets", headers=auth, json={
+            "Owners": [user], "Description": "w", "Currency": "EUR"}).json()["Id"]
+        registrations = [http.post(api + "/cardregistrations", headers=auth, json={
+            "UserId": user, "Currency": "EUR"}).json() for _ in range(count + 1)]
+        form = lambda r: {"data": r["PreregistrationData"], "accessKeyRef": r["AccessKey"],
+                          "cardNumber": "4970107111111119", "cardExpirationDate": "1229", "cardCvx": "123"}
+        first = http.post(registrations[0]["CardRegistrationURL"], data=form(registrations[0])).text
+        card = http.put(api + "/cardregistrations/" + registrations[0]["Id"], headers=auth,
+                        json={"RegistrationData": first}).json()["CardId"]
+        pid = str(process.pid)
+
+        def measured(name, body):
+            subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+            body()
+            before = set(glob.glob(str(work / "cg.*")))
+            subprocess.run(["callgrind_control", "-d", name, pid], check=True, capture_output=True)
+            time.sleep(1)
+            dumps = sorted(set(glob.glob(str(work / "cg.*"))) - before, key=os.path.getmtime)
+            return total_ir(dumps[-1])
+
+        def tokenize():
+            for r in registrations[1:]:
+                assert http.post(r["CardRegistrationURL"], data=form(r)).text.startswith("data=")
+
+        payin = {"AuthorId": user, "CreditedWalletId": wallet, "CardId": card,
+                 "DebitedFunds": {"Currency": "EUR", "Amount": 1000}, "Fees": {"Currency": "EUR", "Amount": 0},
+                 "SecureModeReturnURL": "https://shop.example/return", "IpAddress": "203.0.113.9",
+                 "BrowserInfo": {"AcceptHeader": "text/html", "JavaEnabled": False, "JavascriptEnabled": True,
+                                 "Language": "fr-FR", "ColorDepth": 24, "ScreenHeight": 900, "ScreenWidth": 1440,
+                                 "TimeZoneOffset": "+60", "UserAgent": "Mozilla/5.0"}}
+
+        def pay():
+            for _ in range(count):
+                answer = http.post(api + "/payins/card/direct", headers=auth, json=payin).json()
+                assert answer.get("Status") == "SUCCEEDED", answer
+
+        tokenization = measured("tokenize", tokenize)
+        if os.environ.get("KEEP"):
+            shutil.copy(sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1], os.environ["KEEP"])
+        payins = measured("payin", pay)
+        print("tokenization POST: %d Ir/request (%d requests)" % (tokenization // count, count))
+        if os.environ.get("TOP"):
+            # The functions with the most instructions (self), from the tokenization dump.
+            dump = sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-2]
+            annotated = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", dump], capture_output=True, text=True)
+            lines = [line for line in annotated.stdout.splitlines() if re.match(r"^\s*[\d,]+ \(", line)]
+            print("\n".join(lines[:int(os.environ["TOP"])]))
+        print("frictionless pay-in: %d Ir/request (%d requests)" % (payins // count, count))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 200)
