@@ -60,15 +60,10 @@ struct StoreAccess {
             let store = try EncryptedFileStore.open(
                 directory: dataDirectory, keysDirectory: keysDirectory, options: options)
             defer { store.close() }
-            let handlers = AdminHandlers()
-            StoreAdminCommands.register(store, in: handlers)
-            MerchantAdminCommands.register(
-                try MerchantAssembly.services(
-                    configuration: CardVaultConfiguration(), store: store, fingerprintKeys: store.fingerprintKeys,
-                    logger: .disabled),
-                in: handlers)
-            let sink = AdminProgress { progress?($0) }
-            return try await handlers.invoke(command, arguments: arguments, progress: sink)
+            return try await Self.invoke(
+                command, arguments: arguments, progress: progress, configuration: CardVaultConfiguration(),
+                store: store, fingerprintKeys: store.fingerprintKeys
+            ) { StoreAdminCommands.register(store, in: $0) }
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         } catch let error as StoreError {
@@ -91,15 +86,10 @@ extension StoreAccess {
         let backend = try StoreBackend.database(configuration, logger: .disabled, leads: false)
         defer { backend.close() }
         do {
-            let handlers = AdminHandlers()
-            backend.registerAdminCommands(handlers)
-            MerchantAdminCommands.register(
-                try MerchantAssembly.services(
-                    configuration: configuration, store: backend.store, fingerprintKeys: backend.fingerprintKeys,
-                    logger: .disabled),
-                in: handlers)
-            let sink = AdminProgress { progress?($0) }
-            return try await handlers.invoke(command, arguments: arguments, progress: sink)
+            return try await Self.invoke(
+                command, arguments: arguments, progress: progress, configuration: configuration,
+                store: backend.store, fingerprintKeys: backend.fingerprintKeys,
+                registerStore: backend.registerAdminCommands)
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         } catch let error as StoreError {
@@ -109,5 +99,21 @@ extension StoreAccess {
         } catch let error as ConfigurationError {
             throw CommandFailure(error.message)
         }
+    }
+
+    /// Runs an admin command in this process: the store's commands (`registerStore`) and the merchant commands
+    /// over `store`, as the daemon's admin socket would.
+    private static func invoke(
+        _ command: String, arguments: [String: AdminValue], progress: (@Sendable (AdminValue) -> Void)?,
+        configuration: CardVaultConfiguration, store: any RecordStore, fingerprintKeys: any FingerprintKeySource,
+        registerStore: (AdminHandlers) -> Void
+    ) async throws -> AdminValue {
+        let handlers = AdminHandlers()
+        registerStore(handlers)
+        MerchantAdminCommands.register(
+            try MerchantAssembly.services(
+                configuration: configuration, store: store, fingerprintKeys: fingerprintKeys, logger: .disabled),
+            in: handlers)
+        return try await handlers.invoke(command, arguments: arguments, progress: AdminProgress { progress?($0) })
     }
 }
