@@ -13,6 +13,7 @@ extension MerchantServices {
         let profilingRetention = Int64(configuration.profilingAttemptRetention)
         let riskWindow = Int64(payIns.riskEngine.policy.windowSeconds)
         let historyRetention = Int64(configuration.riskHistoryRetention)
+        let eventRetention = Int64(configuration.eventRetention)
         return [
             RecordLifetime(kept: Collections.clients, "until the operator removes the client"),
             .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)") { record in
@@ -62,6 +63,12 @@ extension MerchantServices {
             .deleted(PayInRiskHistory.failures, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
                 record in Self.riskStamp(record.id).map { $0 + riskWindow }
             },
+            .deleted(Collections.events, "400 days after the change it reports (eventRetention)") { record in
+                try RecordCoding.decode(PaymentEvent.self, from: record).date + eventRetention
+            },
+            RecordLifetime(
+                kept: Collections.eventOutbox,
+                "until the hook delivery engine has taken the event (delivered or given up)"),
             .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
                 record in Self.riskStamp(record.id).map { $0 + historyRetention }
             },

@@ -41,6 +41,8 @@ public struct PaymentsConfiguration: Sendable {
     public var profilingAttemptRetention: TimeInterval
     /// How long the amount of a succeeded transaction is kept as the user's history for the risk rules (1 year).
     public var riskHistoryRetention: TimeInterval
+    /// How long an event (`GET /events`) is kept after the change it reports (400 days).
+    public var eventRetention: TimeInterval = 400 * 86_400
     /// Most bearer tokens the memory cache in front of the store holds.
     public var bearerTokenCacheCapacity: Int
 

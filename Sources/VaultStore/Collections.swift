@@ -31,6 +31,12 @@ public enum Collections {
     public static let riskFailures = "risk-failures"
     public static let riskSuccesses = "risk-successes"
 
+    // MARK: Events and their delivery (Payments writes them; the hook engine consumes the outbox)
+    /// One record per change of a resource (`GET /events`).
+    public static let events = "events"
+    /// Events not yet handed to the hook delivery engine, written in the same batch as the event.
+    public static let eventOutbox = "event-outbox"
+
     // MARK: Hosted checkout (Checkout)
     public static let checkoutRegistrations = "checkout-registrations"
     public static let checkoutMerchants = "checkout-merchants"
@@ -50,6 +56,6 @@ public enum Collections {
         vault, profilingAttempts, idempotency, payIns, validations, refunds, transactionsByCard, refundsByPayIn,
         challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
-        checkoutPairings, checkoutAudit, checkoutShoppers,
+        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
     ]
 }

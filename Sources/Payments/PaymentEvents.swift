@@ -1,0 +1,105 @@
+import Foundation
+public import VaultCore
+public import VaultStore
+
+/// The kinds of change the merchant API reports, with Mangopay's `EventType` names (the wire value is the raw
+/// value). Names that Mangopay does not have follow its pattern (`<RESOURCE>_<CHANGE>`).
+public enum EventType: String, Sendable, Codable, CaseIterable {
+    case payInNormalCreated = "PAYIN_NORMAL_CREATED"
+    case payInNormalSucceeded = "PAYIN_NORMAL_SUCCEEDED"
+    case payInNormalFailed = "PAYIN_NORMAL_FAILED"
+    case payInRefundCreated = "PAYIN_REFUND_CREATED"
+    case payInRefundSucceeded = "PAYIN_REFUND_SUCCEEDED"
+    case payInRefundFailed = "PAYIN_REFUND_FAILED"
+    case cardValidationCreated = "CARD_VALIDATION_CREATED"
+    case cardValidationSucceeded = "CARD_VALIDATION_SUCCEEDED"
+    case cardValidationFailed = "CARD_VALIDATION_FAILED"
+    case preauthorizationCreated = "PREAUTHORIZATION_CREATED"
+    case preauthorizationSucceeded = "PREAUTHORIZATION_SUCCEEDED"
+    case preauthorizationFailed = "PREAUTHORIZATION_FAILED"
+    case preauthorizationPaymentWaiting = "PREAUTHORIZATION_PAYMENT_WAITING"
+    case preauthorizationPaymentExpired = "PREAUTHORIZATION_PAYMENT_EXPIRED"
+    case preauthorizationPaymentCanceled = "PREAUTHORIZATION_PAYMENT_CANCELED"
+    case preauthorizationPaymentValidated = "PREAUTHORIZATION_PAYMENT_VALIDATED"
+    case depositPreauthorizationCreated = "DEPOSIT_PREAUTHORIZATION_CREATED"
+    case depositPreauthorizationFailed = "DEPOSIT_PREAUTHORIZATION_FAILED"
+    case depositPreauthorizationPaymentWaiting = "DEPOSIT_PREAUTHORIZATION_PAYMENT_WAITING"
+    case depositPreauthorizationPaymentExpired = "DEPOSIT_PREAUTHORIZATION_PAYMENT_EXPIRED"
+    case depositPreauthorizationPaymentCanceled = "DEPOSIT_PREAUTHORIZATION_PAYMENT_CANCELED"
+    case depositPreauthorizationPaymentValidated = "DEPOSIT_PREAUTHORIZATION_PAYMENT_VALIDATED"
+    case recurringRegistrationCreated = "RECURRING_REGISTRATION_CREATED"
+    case recurringRegistrationAuthNeeded = "RECURRING_REGISTRATION_AUTH_NEEDED"
+    case recurringRegistrationInProgress = "RECURRING_REGISTRATION_IN_PROGRESS"
+    case recurringRegistrationEnded = "RECURRING_REGISTRATION_ENDED"
+    case cardRegistrationCreated = "CARD_REGISTRATION_CREATED"
+    case cardRegistrationValidated = "CARD_REGISTRATION_VALIDATED"
+    case cardRegistrationError = "CARD_REGISTRATION_ERROR"
+    case cardDeactivated = "CARD_DEACTIVATED"
+    case userNaturalCreated = "USER_NATURAL_CREATED"
+    case userLegalCreated = "USER_LEGAL_CREATED"
+    case userCategoryUpdatedToOwner = "USER_CATEGORY_UPDATED_TO_OWNER"
+    case userCategoryUpdatedToPayer = "USER_CATEGORY_UPDATED_TO_PAYER"
+    case userClosed = "USER_CLOSED"
+}
+
+/// One change of one resource, as `GET /events` lists it and hooks deliver it. Never holds card data: only the
+/// resource's id, the kind of change and when it happened.
+public struct PaymentEvent: Sendable, Equatable, Codable {
+    public var clientId: String
+    public var resourceId: String
+    public var eventType: EventType
+    /// Unix seconds (the wire's `Date`).
+    public var date: Int64
+    /// The store record id, `clientId:<16-digit microseconds>:<random>`: orders one client's events by time.
+    public var id: String
+
+    public init(clientId: String, resourceId: String, eventType: EventType, date: Int64, id: String) {
+        self.clientId = clientId
+        self.resourceId = resourceId
+        self.eventType = eventType
+        self.date = date
+        self.id = id
+    }
+}
+
+/// Writes events into the batch of the change they report, so that a change and its event commit together or
+/// not at all, and a retried change (a version conflict re-runs it) writes its event once.
+///
+/// Each event is two records with the same id: the event itself (``Collections/events``, listed by
+/// `GET /events`) and an outbox entry (``Collections/eventOutbox``) that the hook delivery engine consumes.
+public enum EventLog {
+    /// The writes that record `type` for `resourceId`; append them to the change's batch.
+    public static func writes(
+        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource
+    ) throws -> [RecordWrite] {
+        let event = make(clientId: clientId, type: type, resourceId: resourceId, clock: clock, random: random)
+        let value = try RecordCoding.encode(event)
+        return [
+            .put(collection: Collections.events, id: event.id, value: value, condition: .absent),
+            .put(collection: Collections.eventOutbox, id: event.id, value: value, condition: .absent),
+        ]
+    }
+
+    /// The writes for `type`, with the environment's clock and random source.
+    public static func writes(
+        _ type: EventType, resourceId: String, clientId: String, environment: PaymentsEnvironment
+    ) throws -> [RecordWrite] {
+        try writes(
+            clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
+            random: environment.random)
+    }
+
+    /// A new event at the clock's time (microsecond order within the client; a random suffix keeps two events
+    /// of one microsecond apart).
+    static func make(
+        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource
+    ) -> PaymentEvent {
+        let seconds = clock.now.timeIntervalSince1970
+        let micros = Int64((seconds * 1_000_000).rounded(.down))
+        let stamp = String(micros)
+        let padded = String(repeating: "0", count: max(0, 16 - stamp.utf8.count)) + stamp
+        let id = Identifier.indexed(clientId, padded, Identifier.make("evt_", random: random))
+        return PaymentEvent(
+            clientId: clientId, resourceId: resourceId, eventType: type, date: Int64(seconds.rounded(.down)), id: id)
+    }
+}
