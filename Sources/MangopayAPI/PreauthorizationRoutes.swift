@@ -14,48 +14,62 @@ public struct PreauthorizationRoutes: RouteGroup {
         let api = MangopayHandlers(services: services, checkoutOrigins: [])
         let handlers = PreauthorizationHandlers(services: services)
         let base = "/v2.01/:clientId"
-        for (kind, resource) in [
-            (PreauthorizationStateMachine.Kind.preauthorization, "/preauthorizations"),
-            (.deposit, "/deposit-preauthorizations"),
+        for (resource, kind) in [
+            ("/preauthorizations", PreauthorizationStateMachine.Kind.preauthorization),
+            ("/deposit-preauthorizations", .deposit),
         ] {
-            router.post(base + resource + "/card/direct") { request in
+            let path = base + resource
+            router.post(path + "/card/direct") { request in
                 await api.authorized(request, idempotent: true) { clientId in
                     try await handlers.create(request, clientId: clientId, kind: kind)
                 }
             }
-            // The SDK's deposit URLs end in a slash before the id (`/deposit-preauthorizations//{id}`).
-            for one in [base + resource + "/:id", base + resource + "//:id"] {
-                router.get(one) { request in
-                    await api.authorized(request) { clientId in
-                        try await handlers.get(request, clientId: clientId, kind: kind)
-                    }
-                }
-                router.put(one) { request in
-                    await api.authorized(request) { clientId in
-                        try await handlers.update(request, clientId: clientId, kind: kind)
-                    }
-                }
-                router.get(one + "/transactions") { request in
-                    await api.authorized(request) { clientId in
-                        try await handlers.transactions(request, clientId: clientId, kind: kind)
-                    }
+            router.get(path + "/:id") { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.get(request, clientId: clientId, kind: kind)
                 }
             }
-            for owner in ["cards", "users"] {
-                for path in [base + "/" + owner + "/:id" + resource, base + "/" + owner + "/:id" + resource + "/"] {
-                    router.get(path) { request in
-                        await api.authorized(request) { clientId in
-                            try await handlers.list(request, clientId: clientId, kind: kind, byCard: owner == "cards")
-                        }
+            router.put(path + "/:id") { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.update(request, clientId: clientId, kind: kind)
+                }
+            }
+            router.get(path + "/:id/transactions") { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.transactions(request, clientId: clientId, kind: kind)
+                }
+            }
+            for owner in ["/cards/:id", "/users/:id"] {
+                router.get(base + owner + resource) { request in
+                    await api.authorized(request) { clientId in
+                        try await handlers.list(request, clientId: clientId, kind: kind, byCard: owner == "/cards/:id")
                     }
                 }
             }
         }
-        for path in [base + "/payins/PreAuthorized/direct", base + "/payins/preauthorized/direct"] {
-            router.post(path) { request in
-                await api.authorized(request, idempotent: true) { clientId in
-                    try await handlers.capture(request, clientId: clientId, kind: .preauthorization)
+        // The SDK's deposit URLs: a slash before the id (`/deposit-preauthorizations//{id}`), one after the lists.
+        for path in [base + "/deposit-preauthorizations//:id"] {
+            router.get(path) { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.get(request, clientId: clientId, kind: .deposit)
                 }
+            }
+            router.put(path) { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.update(request, clientId: clientId, kind: .deposit)
+                }
+            }
+        }
+        for owner in ["/cards/:id", "/users/:id"] {
+            router.get(base + owner + "/deposit-preauthorizations/") { request in
+                await api.authorized(request) { clientId in
+                    try await handlers.list(request, clientId: clientId, kind: .deposit, byCard: owner == "/cards/:id")
+                }
+            }
+        }
+        router.post(base + "/payins/PreAuthorized/direct") { request in
+            await api.authorized(request, idempotent: true) { clientId in
+                try await handlers.capture(request, clientId: clientId, kind: .preauthorization)
             }
         }
         router.post(base + "/payins/deposit-preauthorized/direct/full-capture") { request in
@@ -76,7 +90,9 @@ struct PreauthorizationHandlers: Sendable {
         MangopayWire.hold(payIn, redirectURL: services.payIns.challengeURL(for: payIn))
     }
 
-    func create(_ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind) async throws
+    func create(
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind
+    ) async throws
         -> Response
     {
         var body = try MangopayFields(body: request.body)
@@ -92,7 +108,9 @@ struct PreauthorizationHandlers: Sendable {
     }
 
     /// `PUT` with `PaymentStatus: CANCELED`: the one change a merchant can make.
-    func update(_ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind) async throws
+    func update(
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind
+    ) async throws
         -> Response
     {
         var body = try MangopayFields(body: request.body)
@@ -105,17 +123,22 @@ struct PreauthorizationHandlers: Sendable {
             render(try await services.preauthorizations.cancel(clientId: clientId, id: id(request), kind: kind)))
     }
 
-    func transactions(_ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind) async throws
+    func transactions(
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind
+    ) async throws
         -> Response
     {
         let page = try PageRequest(request)
         let payIns = services.payIns
         return MangopayResponse.list(
-            try await services.preauthorizations.transactions(clientId: clientId, id: id(request), kind: kind, page: page)
+            try await services.preauthorizations.transactions(
+                clientId: clientId, id: id(request), kind: kind, page: page)
         ) { MangopayWire.payIn($0, redirectURL: payIns.challengeURL(for: $0)) }
     }
 
-    func list(_ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind, byCard: Bool)
+    func list(
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind, byCard: Bool
+    )
         async throws -> Response
     {
         let page = try PageRequest(request)
@@ -127,7 +150,9 @@ struct PreauthorizationHandlers: Sendable {
         return MangopayResponse.list(found, render: render)
     }
 
-    func capture(_ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind) async throws
+    func capture(
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind
+    ) async throws
         -> Response
     {
         var body = try MangopayFields(body: request.body)

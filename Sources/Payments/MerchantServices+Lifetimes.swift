@@ -51,10 +51,12 @@ extension MerchantServices {
             RecordLifetime(kept: PayInService.assessments, "with its pay-in"),
             RecordLifetime(
                 kept: Collections.preauthorizations,
-                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 7 days)"),
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 7 days)"
+            ),
             RecordLifetime(
                 kept: Collections.depositPreauthorizations,
-                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 30 days)"),
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 30 days)"
+            ),
             .deleted(
                 Collections.holdsExpiring,
                 "until the hold's expiration date; the sweeper expires the hold, which removes the entry"

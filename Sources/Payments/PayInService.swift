@@ -236,7 +236,8 @@ public struct PayInService: Sendable {
             try rules.check()
             let zero = Funds(currency: card.currency, amount: 0)
             let held = purpose == .cardValidation ? zero : request.debitedFunds!
-            return CheckedRequest(card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
+            return CheckedRequest(
+                card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(

@@ -63,7 +63,9 @@ extension PayInService {
         kind == .preauthorization ? .preauthorization : .depositPreauthorization
     }
 
-    static func newHold(_ purpose: PayInStateMachine.Purpose, authorized: Int64, now: Int64)
+    static func newHold(
+        _ purpose: PayInStateMachine.Purpose, authorized: Int64, now: Int64
+    )
         -> PreauthorizationStateMachine?
     {
         holdKind(purpose).map { PreauthorizationStateMachine(kind: $0, authorized: authorized, now: now) }
@@ -180,7 +182,9 @@ public struct PreauthorizationService: Sendable {
         return page.slice(items, creationDate: \.creationDate, id: \.id)
     }
 
-    private func holds(clientId: String, cardId: String, kind: PreauthorizationStateMachine.Kind) async throws
+    private func holds(
+        clientId: String, cardId: String, kind: PreauthorizationStateMachine.Kind
+    ) async throws
         -> [PayIn]
     {
         let purpose = PayInService.purpose(kind)
@@ -372,7 +376,9 @@ public struct PreauthorizationService: Sendable {
     }
 
     /// The writes of a hold's actions besides the hold itself: its expiry entry removed, its events.
-    private func holdWrites(_ actions: [PreauthorizationStateMachine.Action], of payIn: PayIn) throws
+    private func holdWrites(
+        _ actions: [PreauthorizationStateMachine.Action], of payIn: PayIn
+    ) throws
         -> [RecordWrite]
     {
         var writes: [RecordWrite] = []
@@ -399,7 +405,8 @@ public struct PreauthorizationService: Sendable {
         case .notAuthorized:
             return PaymentsError.invalid(field, "The authorization did not succeed: no funds are held.")
         case .notWaiting(let status):
-            return PaymentsError.invalid(field, "The PaymentStatus is \(status.rawValue): the hold cannot take this step.")
+            return PaymentsError.invalid(
+                field, "The PaymentStatus is \(status.rawValue): the hold cannot take this step.")
         case .expired:
             return PaymentsError.invalid(field, "The hold has expired.")
         case .amountNotPositive:

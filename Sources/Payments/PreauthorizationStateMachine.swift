@@ -157,7 +157,9 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
         guard amount <= remaining else { throw .aboveRemaining(remaining: remaining) }
         remaining -= amount  // 0 < amount ≤ remaining: exact, no overflow
         captures.append(Capture(payInId: payInId, amount: amount))
-        guard paymentStatus == .waiting else { return .transitioned([.persist, .creditCapture(payInId: payInId, amount: amount)]) }
+        guard paymentStatus == .waiting else {
+            return .transitioned([.persist, .creditCapture(payInId: payInId, amount: amount)])
+        }
         paymentStatus = .validated
         multiCapture = kind == .preauthorization && multi
         return .transitioned([

@@ -62,13 +62,16 @@ struct PreauthorizationFixture {
         #expect(held.status == "SUCCEEDED" && held.hold?.paymentStatus == .waiting && held.hold?.remaining == 3000)
         #expect(held.id.hasPrefix("preauth_"))
         #expect(try await f.payIn.balance() == 0)
-        #expect(try await f.events(held.id) == [
-            .preauthorizationCreated, .preauthorizationSucceeded, .preauthorizationPaymentWaiting,
-        ])
+        #expect(
+            try await f.events(held.id) == [
+                .preauthorizationCreated, .preauthorizationSucceeded, .preauthorizationPaymentWaiting,
+            ])
         #expect(try await f.store.scanAll(Collections.holdsExpiring).count == 1)
 
         let captured = try await f.capture(held, amount: 1200, fees: 200)
-        #expect(captured.status == "SUCCEEDED" && captured.capturedFrom == CaptureSource(kind: .preauthorization, id: held.id))
+        #expect(
+            captured.status == "SUCCEEDED"
+                && captured.capturedFrom == CaptureSource(kind: .preauthorization, id: held.id))
         #expect(try await f.payIn.balance() == 1000)
         let after = try await f.holds.get(clientId: "shop", id: held.id, kind: .preauthorization)
         #expect(after.hold?.paymentStatus == .validated && after.hold?.remaining == 1800)
@@ -171,7 +174,8 @@ struct PreauthorizationFixture {
         let (card, _) = try await f.payIn.card()
         let deposit = try await f.create(card, amount: 2500, kind: .deposit)
         #expect(deposit.id.hasPrefix("deposit_"))
-        #expect(try await f.events(deposit.id) == [.depositPreauthorizationCreated, .depositPreauthorizationPaymentWaiting])
+        #expect(
+            try await f.events(deposit.id) == [.depositPreauthorizationCreated, .depositPreauthorizationPaymentWaiting])
         let partial = await PaymentsError.from { try await f.capture(deposit, amount: 2000, kind: .deposit) }
         #expect(partial?.fieldErrors["DebitedFunds.Amount"] != nil)
         let captured = try await f.capture(deposit, amount: nil, fees: 500, kind: .deposit)
@@ -221,9 +225,10 @@ struct PreauthorizationFixture {
             kind: "a", clientId: "shop", id: held.id, secret: PayInFixture.secret(url), code: "123456")
         #expect(done.status == "SUCCEEDED" && done.hold?.paymentStatus == .waiting)
         #expect(returnURL.contains("transactionId=" + held.id))
-        #expect(try await f.events(held.id) == [
-            .preauthorizationCreated, .preauthorizationSucceeded, .preauthorizationPaymentWaiting,
-        ])
+        #expect(
+            try await f.events(held.id) == [
+                .preauthorizationCreated, .preauthorizationSucceeded, .preauthorizationPaymentWaiting,
+            ])
         _ = try await f.capture(held, amount: 900)
         #expect(try await f.payIn.balance() == 900)
     }
@@ -252,7 +257,8 @@ struct PreauthorizationFixture {
         for _ in 0..<60 {
             switch Int.random(in: 0..<10, using: &generator) {
             case 0...2:
-                let kind: PreauthorizationStateMachine.Kind = Bool.random(using: &generator) ? .preauthorization : .deposit
+                let kind: PreauthorizationStateMachine.Kind =
+                    Bool.random(using: &generator) ? .preauthorization : .deposit
                 let held = try await f.create(card, amount: Int64.random(in: 1...5000, using: &generator), kind: kind)
                 holds.append((held.id, kind))
             case 3...5 where !holds.isEmpty:

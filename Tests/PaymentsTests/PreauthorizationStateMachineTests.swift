@@ -25,7 +25,10 @@ import Testing
             ("waiting", try made(.preauthorization, [])),
             ("validated-single", try made(.preauthorization, [capture(1000, multi: false)])),
             ("validated-multi", try made(.preauthorization, [capture(1000, multi: true)])),
-            ("validated-multi-empty", try made(.preauthorization, [capture(1000, multi: true), capture(2000, multi: true)])),
+            (
+                "validated-multi-empty",
+                try made(.preauthorization, [capture(1000, multi: true), capture(2000, multi: true)])
+            ),
             ("canceled", try made(.preauthorization, [.cancel(now: early)])),
             ("expired", try made(.preauthorization, [.expire(now: late)])),
             ("deposit-waiting", try made(.deposit, [])),
@@ -37,12 +40,32 @@ import Testing
 
     /// The events, in the column order of ``expected``; amounts relative to what the state has left.
     static let events: [(String, (Machine) -> Machine.Event)] = [
-        ("capture-multi", { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: early) }),
-        ("capture-single", { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: false, authorized: true, now: early) }),
-        ("capture-above", { m in .capture(payInId: "payin_x", amount: m.remaining + 1, multiCapture: true, authorized: true, now: early) }),
-        ("capture-zero", { _ in .capture(payInId: "payin_x", amount: 0, multiCapture: true, authorized: true, now: early) }),
-        ("capture-unauthorized", { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: false, now: early) }),
-        ("capture-late", { m in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: m.expiresAt) }),
+        (
+            "capture-multi",
+            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: early) }
+        ),
+        (
+            "capture-single",
+            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: false, authorized: true, now: early) }
+        ),
+        (
+            "capture-above",
+            { m in
+                .capture(payInId: "payin_x", amount: m.remaining + 1, multiCapture: true, authorized: true, now: early)
+            }
+        ),
+        (
+            "capture-zero",
+            { _ in .capture(payInId: "payin_x", amount: 0, multiCapture: true, authorized: true, now: early) }
+        ),
+        (
+            "capture-unauthorized",
+            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: false, now: early) }
+        ),
+        (
+            "capture-late",
+            { m in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: m.expiresAt) }
+        ),
         ("cancel", { _ in .cancel(now: early) }),
         ("cancel-late", { m in .cancel(now: m.expiresAt) }),
         ("expire-early", { m in .expire(now: m.expiresAt - 1) }),
@@ -83,7 +106,9 @@ import Testing
             "refused expired", "unchanged", "EXPIRED 1000: persist stop DEPOSIT_PREAUTHORIZATION_PAYMENT_EXPIRED",
         ],
         "deposit-validated": Array(repeating: notValidated, count: 8) + ["unchanged", "unchanged"],
-        "deposit-canceled": Array(repeating: notCanceled, count: 6) + ["unchanged", "unchanged", "unchanged", "unchanged"],
+        "deposit-canceled": Array(repeating: notCanceled, count: 6) + [
+            "unchanged", "unchanged", "unchanged", "unchanged",
+        ],
         "deposit-expired": Array(repeating: notExpired, count: 8) + ["unchanged", "unchanged"],
     ]
 
