@@ -75,7 +75,7 @@ struct PreauthorizationFixture {
         #expect(try await f.payIn.balance() == 1000)
         let after = try await f.holds.get(clientId: "shop", id: held.id, kind: .preauthorization)
         #expect(after.hold?.paymentStatus == .validated && after.hold?.remaining == 1800)
-        #expect(after.hold?.captures == [.init(payInId: captured.id, amount: 1200)])
+        #expect(after.hold?.captures == [PreauthorizationStateMachine.Capture(payInId: captured.id, amount: 1200)])
         #expect(try await f.events(captured.id) == [.payInNormalCreated, .payInNormalSucceeded])
         #expect(try await f.events(held.id).last == .preauthorizationPaymentValidated)
         #expect(try await f.store.scanAll(Collections.holdsExpiring).isEmpty)
