@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-public import VaultCore
+import VaultCore
 
 /// The business counters of `/metrics`: tokenizations by result, transactions by status and result code, 3-D
 /// Secure challenges by outcome, risk decisions and the rules that fired, with two histograms (risk scores,

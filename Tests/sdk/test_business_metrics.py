@@ -1,0 +1,161 @@
+"""/metrics after SDK flows in one daemon: the business counters (tokenizations by result, pay-ins by status and
+result code, 3-D Secure challenges, risk decisions), the store's and the build's series, and no secret in any of it;
+the log lines of those requests carry their requestId, and 4xx lines their error code.
+
+Each test scrapes before and after the flows it runs and checks the exact change, so it holds whatever ran before in
+the session daemon (and the totals after a whole session, which `make test-sdk` runs, only add to it)."""
+import json
+import re
+
+import pytest
+import requests
+
+from test_payins_e2e import CHALLENGED, DECLINED, FRICTIONLESS, answer_challenge, pay, payer, register_card
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+@pytest.fixture
+def sdk(mangopay_api):
+    from mangopay import resources
+    return resources
+
+
+def scrape(daemon):
+    """{(name, ((label, value), ...)): float} of one /metrics scrape, and the raw text."""
+    text = requests.get(daemon.base_url + "/metrics", timeout=10).text
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        assert match, "not a Prometheus sample: %r" % line
+        labels = tuple(sorted(LABEL.findall(match.group(2) or "")))
+        samples[(match.group(1), labels)] = float(match.group(3))
+    return samples, text
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def delta(before, after, name, **labels):
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+def tokenize(registration, number, origin=None):
+    headers = {"content-type": "application/x-www-form-urlencoded", "User-Agent": "metrics-test/1"}
+    if origin:
+        headers["Origin"] = origin
+    return requests.post(
+        registration.card_registration_url,
+        data={"data": registration.preregistration_data, "accessKeyRef": registration.access_key,
+              "cardNumber": number, "cardExpirationDate": "1229", "cardCvx": "123"}, headers=headers)
+
+
+def test_business_counters_move_with_the_flows(sdk, daemon):
+    before, _ = scrape(daemon)
+    user, wallet = payer(sdk)
+
+    # Tokenizations: one refused by its number, one from a refused origin (the card is not read), then success.
+    registration = sdk.CardRegistration(user=user, currency="EUR")
+    registration.save()
+    assert tokenize(registration, "4970107111111118").text == "errorCode=02625"
+    refused = tokenize(registration, FRICTIONLESS, origin="https://evil.example")
+    assert refused.status_code == 403
+    ok = tokenize(registration, FRICTIONLESS, origin="https://shop.example")
+    assert ok.text.startswith("data=")
+    registration.registration_data = ok.text
+    registration.save()
+    card_id = registration.card_id
+
+    # Pay-ins: frictionless, declined, challenged then passed, challenged then failed.
+    frictionless = pay(sdk, user, wallet, card_id, 1000)
+    assert frictionless.status == "SUCCEEDED"
+    declined_card, _ = register_card(sdk, user, DECLINED, "metrics-test/1")
+    declined = pay(sdk, user, wallet, declined_card, 1000)
+    assert declined.status == "FAILED" and declined.result_code == "101101"
+    challenged_card, _ = register_card(sdk, user, CHALLENGED, "metrics-test/1")
+    passed = pay(sdk, user, wallet, challenged_card, 1000)
+    failed = pay(sdk, user, wallet, challenged_card, 1000)
+    assert passed.status == failed.status == "CREATED"
+    assert answer_challenge(passed.secure_mode_redirect_url, "123456").status_code == 303
+    assert answer_challenge(failed.secure_mode_redirect_url, "000000").status_code == 303
+    assert sdk.PayIn.get(passed.id).status == "SUCCEEDED"
+    assert sdk.PayIn.get(failed.id).result_code == "101301"
+
+    after, text = scrape(daemon)
+    assert delta(before, after, "cardvault_tokenizations_total", result="success") == 3  # 1 here, 2 by register_card
+    assert delta(before, after, "cardvault_tokenizations_total", result="refused", code="02625") == 1
+    assert delta(before, after, "cardvault_tokenizations_total", result="origin_refused") == 1
+
+    payin = dict(kind="payin")
+    assert delta(before, after, "cardvault_transactions_total", status="SUCCEEDED", result_code="000000", **payin) == 2
+    assert delta(before, after, "cardvault_transactions_total", status="FAILED", result_code="101101", **payin) == 1
+    assert delta(before, after, "cardvault_transactions_total", status="FAILED", result_code="101301", **payin) == 1
+    assert delta(before, after, "cardvault_transactions_total", status="CREATED", result_code="", **payin) == 2
+
+    assert delta(before, after, "cardvault_3ds_challenges_total", outcome="started") == 2
+    assert delta(before, after, "cardvault_3ds_challenges_total", outcome="succeeded") == 1
+    assert delta(before, after, "cardvault_3ds_challenges_total", outcome="failed") == 1
+    assert delta(before, after, "cardvault_3ds_challenge_answer_seconds_count") == 2
+
+    decisions = sum(delta(before, after, "cardvault_risk_decisions_total", decision=d)
+                    for d in ("allow", "challenge", "block"))
+    assert decisions == 4  # one per pay-in
+    assert delta(before, after, "cardvault_risk_score_count") == 4
+    assert "# TYPE cardvault_risk_rule_hits_total counter" in text
+
+    # The store's group commits and fsyncs moved with the writes; segments, key versions and build info are there.
+    assert delta(before, after, "cardvault_store_group_commit_records_count") > 0
+    assert delta(before, after, "cardvault_store_fsync_seconds_count") > 0
+    assert value(after, "cardvault_store_segments") >= 1
+    assert value(after, "cardvault_store_damaged_records") == 0
+    assert value(after, "cardvault_data_key_versions_in_use") >= 1
+    assert any(name == "cardvault_build_info" and dict(labels).get("store") == "file" and number == 1
+               for (name, labels), number in after.items())
+
+
+def test_metrics_never_carry_a_secret_or_an_identifier(sdk, daemon):
+    user, _ = payer(sdk)
+    registration = sdk.CardRegistration(user=user, currency="EUR")
+    registration.save()
+    answer = tokenize(registration, FRICTIONLESS)
+    token = requests.post(daemon.base_url + "/v2.01/oauth/token", auth=(daemon.client_id, daemon.api_key)).json()
+    samples, text = scrape(daemon)
+    secrets = [FRICTIONLESS, CHALLENGED, DECLINED, daemon.api_key, token["access_token"],
+               registration.access_key, registration.preregistration_data, answer.text.split("=", 1)[1],
+               user.id, registration.id]
+    for secret in secrets:
+        assert secret not in text, "a secret or identifier (%s...) is in /metrics" % secret[:4]
+    assert not re.search(r"\d{12,}", text.replace("e+", "")), "a long digit run (a card number?) is in /metrics"
+    # Every label value is one of the fixed vocabularies: words, codes, versions, route patterns.
+    for (_, labels) in samples:
+        for _, label_value in labels:
+            assert re.fullmatch(r"[A-Za-z0-9_.:/+<>\-]*", label_value), "unexpected label value %r" % label_value
+
+
+def test_request_log_lines_carry_request_id_and_4xx_error_code(sdk, daemon):
+    user, _ = payer(sdk)
+    registration = sdk.CardRegistration(user=user, currency="EUR")
+    registration.save()
+    answer = tokenize(registration, FRICTIONLESS)
+    request_id = answer.headers["X-Request-Id"] if "X-Request-Id" in answer.headers else None
+    bad = requests.post(daemon.base_url + "/v2.01/%s/users/natural" % daemon.client_id,
+                        headers={"Authorization": "Bearer " + requests.post(
+                            daemon.base_url + "/v2.01/oauth/token",
+                            auth=(daemon.client_id, daemon.api_key)).json()["access_token"]},
+                        json={"FirstName": "A", "LastName": "B", "Email": "not-an-email", "Nationality": "XX"})
+    assert bad.status_code == 400
+    lines = [json.loads(line) for line in daemon.log_path.read_text(errors="replace").splitlines()
+             if line.startswith("{")]
+    tokenized = [line for line in lines if line.get("msg") == "card tokenized"]
+    assert tokenized and all(line.get("requestId") for line in tokenized)
+    if request_id:
+        assert any(line.get("requestId") == request_id for line in tokenized)
+    refused = [line for line in lines if line.get("msg") == "request" and line.get("status") == 400
+               and line.get("route") == "/v2.01/:clientId/users/natural"]
+    assert refused, "no log line for the 400"
+    assert refused[-1]["error"] == "param_error[Email,Nationality]"
+    assert all("not-an-email" not in json.dumps(line) for line in refused)
