@@ -2,6 +2,7 @@
 registration stays usable; the daemon's own origin and server-side posts (no Origin) are allowed; an empty
 checkoutOrigins is told at start-up (a warning unless the public URL is loopback)."""
 import json
+import time
 
 import pytest
 import requests
@@ -76,13 +77,23 @@ def test_the_refusal_is_logged_with_its_origin_and_request_id(sdk, daemon):
     registration = new_registration(sdk)
     refused = post_card(registration, origin="https://refused-for-the-log.example")
     request_id = refused.headers["X-Request-Id"]
-    lines = [json.loads(line) for line in daemon.log_path.read_text(errors="replace").splitlines()
-             if line.startswith("{")]
+    lines = log_lines(daemon, lambda line: line.get("msg") == "request" and line.get("requestId") == request_id)
     warning = [line for line in lines if line.get("msg", "").startswith("tokenization refused: browser origin")]
     assert any(line["origin"] == "https://refused-for-the-log.example" and line["requestId"] == request_id
                for line in warning)
     request = [line for line in lines if line.get("msg") == "request" and line.get("requestId") == request_id]
     assert request and request[0]["status"] == 403 and request[0]["error"] == "origin_refused"
+
+
+def log_lines(daemon, wanted):
+    """The daemon's JSON log lines once one satisfies `wanted` (lines below warning are written in 200 ms batches)."""
+    deadline = time.time() + 5
+    while True:
+        lines = [json.loads(line) for line in daemon.log_path.read_text(errors="replace").splitlines()
+                 if line.startswith("{")]
+        if any(wanted(line) for line in lines) or time.time() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 def start_up_lines(extra_env):
