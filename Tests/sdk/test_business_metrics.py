@@ -195,3 +195,21 @@ def test_request_log_lines_carry_request_id_and_4xx_error_code(sdk, daemon):
     assert refused, "no log line for the 400"
     assert refused[-1]["error"] == "param_error[Email,Nationality]"
     assert all("not-an-email" not in json.dumps(line) for line in refused)
+
+
+def test_the_grafana_dashboard_queries_only_series_the_daemon_exposes(daemon):
+    """docs/grafana/cardvault-dashboard.json: every metric its panels query is in a scrape (with its # TYPE)."""
+    import pathlib
+    dashboard = json.loads((pathlib.Path(__file__).resolve().parents[2] / "docs" / "grafana" /
+                            "cardvault-dashboard.json").read_text())
+    _, text = scrape(daemon)
+    declared = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+    queried = set()
+    for panel in dashboard["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            queried |= set(re.findall(r"\b(cardvault_[a-z0-9_]+)", target["expr"]))
+    assert queried
+    for name in queried:
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        assert name in declared or base in declared, "%s is queried by the dashboard but not exposed" % name
