@@ -185,14 +185,14 @@ def test_request_log_lines_carry_request_id_and_4xx_error_code(sdk, daemon):
                             auth=(daemon.client_id, daemon.api_key)).json()["access_token"]},
                         json={"FirstName": "A", "LastName": "B", "Email": "not-an-email", "Nationality": "XX"})
     assert bad.status_code == 400
-    lines = log_lines(daemon, lambda line: line.get("msg") == "request" and line.get("status") == 400
-                      and line.get("route") == "/v2.01/:clientId/users/natural")
+    bad_id = bad.headers["X-Request-Id"]
+    lines = log_lines(daemon, lambda line: line.get("msg") == "request" and line.get("requestId") == bad_id)
     tokenized = [line for line in lines if line.get("msg") == "card tokenized"]
     assert tokenized and all(line.get("requestId") for line in tokenized)
     assert any(line.get("requestId") == request_id for line in tokenized)
-    refused = [line for line in lines if line.get("msg") == "request" and line.get("status") == 400
-               and line.get("route") == "/v2.01/:clientId/users/natural"]
+    refused = [line for line in lines if line.get("msg") == "request" and line.get("requestId") == bad_id]
     assert refused, "no log line for the 400"
+    assert refused[-1]["status"] == 400 and refused[-1]["route"] == "/v2.01/:clientId/users/natural"
     assert refused[-1]["error"] == "param_error[Email,Nationality]"
     assert all("not-an-email" not in json.dumps(line) for line in refused)
 
