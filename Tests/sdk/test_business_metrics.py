@@ -79,6 +79,20 @@ def tokenize(registration, number, origin=None):
               "cardNumber": number, "cardExpirationDate": "1229", "cardCvx": "123"}, headers=headers)
 
 
+def luhn_valid(number):
+    digits = [int(d) for d in number][::-1]
+    return sum(d if i % 2 == 0 else (d * 2 - 9 if d * 2 > 9 else d * 2) for i, d in enumerate(digits)) % 10 == 0
+
+
+def fresh_number(prefix, suffix, length=16):
+    """A Luhn-valid number made for this test (`prefix`, random digits, `suffix`): its fingerprint has no history,
+    so earlier tests' velocity and failures do not change its risk decision."""
+    while True:
+        middle = "".join(random.choice("0123456789") for _ in range(length - len(prefix) - len(suffix)))
+        if luhn_valid(prefix + middle + suffix):
+            return prefix + middle + suffix
+
+
 def register_card(sdk, user, number):
     registration = sdk.CardRegistration(user=user, currency="EUR")
     registration.save()
@@ -96,10 +110,12 @@ def test_business_counters_move_with_the_flows(sdk, daemon):
     # Tokenizations: one refused by its number, one from a refused origin (the card is not read), then success.
     registration = sdk.CardRegistration(user=user, currency="EUR")
     registration.save()
+    unlisted = fresh_number("4111", "")  # not in the sandbox table: frictionless up to 50.00
+    declining = fresh_number("497010", "0016")  # config/sandbox.json: 497010XXXXXX0016 declines with 101101
     assert tokenize(registration, "4970107111111118").text == "errorCode=02625"
-    refused = tokenize(registration, FRICTIONLESS, origin="https://evil.example")
+    refused = tokenize(registration, unlisted, origin="https://evil.example")
     assert refused.status_code == 403
-    ok = tokenize(registration, FRICTIONLESS, origin="https://shop.example")
+    ok = tokenize(registration, unlisted, origin="https://shop.example")
     assert ok.text.startswith("data=")
     registration.registration_data = ok.text
     registration.save()
@@ -108,12 +124,12 @@ def test_business_counters_move_with_the_flows(sdk, daemon):
     # Pay-ins: frictionless, declined, challenged then passed, challenged then failed.
     frictionless = pay(sdk, user, wallet, card_id, 1000)
     assert frictionless.status == "SUCCEEDED"
-    declined_card = register_card(sdk, user, DECLINED)
+    declined_card = register_card(sdk, user, declining)
     declined = pay(sdk, user, wallet, declined_card, 1000)
     assert declined.status == "FAILED" and declined.result_code == "101101"
-    challenged_card = register_card(sdk, user, CHALLENGED)
-    passed = pay(sdk, user, wallet, challenged_card, 1000)
-    failed = pay(sdk, user, wallet, challenged_card, 1000)
+    challenged_card = register_card(sdk, user, fresh_number("4111", ""))
+    passed = pay(sdk, user, wallet, challenged_card, 1000, secure_mode="FORCE")
+    failed = pay(sdk, user, wallet, challenged_card, 1000, secure_mode="FORCE")
     assert passed.status == failed.status == "CREATED"
     assert answer_challenge(passed.secure_mode_redirect_url, "123456").status_code == 303
     assert answer_challenge(failed.secure_mode_redirect_url, "000000").status_code == 303
