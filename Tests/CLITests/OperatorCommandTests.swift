@@ -30,7 +30,7 @@ import Glibc
         let fromEnvironment = try CLIProcess.run(
             ["checkout", "list", "--client-id", daemon.clientId], environment: environment)
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
-        #expect(fromEnvironment.stdout.hasPrefix("["))
+        #expect(fromEnvironment.stdout.hasPrefix(#"{"checkouts":["#))
         // ... and from the file given with --config (a wildcard address is reached on loopback).
         environment["CARDVAULT_LISTEN"] = nil
         let sandbox = try CLISandbox()
@@ -66,14 +66,16 @@ import Glibc
         environment["CARDVAULT_DATA_DIR"] = sandbox.data
         environment["CARDVAULT_KEYS_DIR"] = sandbox.keys
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:\(Self.port(holder))"  // taken by the other daemon
-        let failed = try ChildProcess(arguments: ["serve", "--config", "/dev/null"], environment: environment)
+        let config = try sandbox.write("{}", to: "cardvault.json")
+        let failed = try ChildProcess(arguments: ["serve", "--config", config], environment: environment)
         let status = failed.finish()  // the bind fails: it exits by itself
-        #expect(status != 0)
+        #expect(status == 1)
+        #expect(failed.output.contains("ddress already in use") || failed.output.contains("bind"), "\(failed.output)")
         #expect(!failed.output.contains("development client created"))
         #expect(!failed.output.contains("ApiKey"))
         // No client was made either: the next start on a free port creates and prints it.
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
-        let second = try ChildProcess(arguments: ["serve", "--config", "/dev/null"], environment: environment)
+        let second = try ChildProcess(arguments: ["serve", "--config", config], environment: environment)
         defer { second.terminate() }
         let credentials = second.waitForLine(prefix: "development client created", timeout: 30)
         #expect(credentials?.contains("ClientId=dev ApiKey=") == true)
@@ -253,8 +255,9 @@ import Glibc
         environment["CARDVAULT_DATA_DIR"] = sandbox.data
         environment["CARDVAULT_KEYS_DIR"] = sandbox.keys
         environment["CARDVAULT_LISTEN"] = "127.0.0.1:0"
+        let config = try sandbox.write("{}", to: "cardvault.json")
         func start() throws -> (ChildProcess, Int) {
-            let child = try ChildProcess(arguments: ["serve", "--config", "/dev/null"], environment: environment)
+            let child = try ChildProcess(arguments: ["serve", "--config", config], environment: environment)
             let line = try #require(child.waitForLine(prefix: "cardvault serving on", timeout: 30))
             return (child, Int(line.split(separator: ":").last ?? "") ?? 0)
         }
