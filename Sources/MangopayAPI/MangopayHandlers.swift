@@ -332,16 +332,13 @@ struct MangopayHandlers: Sendable {
             case .success(let token, let reference):
                 response = .text("data=" + token.unsafeRevealed)
                 response.headers.set("Profiling-Attempt-Reference", reference)
-                services.environment.metrics.tokenization(.success)
             case .failure(let code):
                 response = .text("errorCode=" + code.rawValue)
                 response.errorCode = code.rawValue
-                services.environment.metrics.tokenization(.refused(code.rawValue))
             case .rateLimited(let seconds):
                 response = .text("errorCode=09102", status: .tooManyRequests)
                 response.headers.set("Retry-After", String(seconds))
                 response.errorCode = "09102"
-                services.environment.metrics.tokenization(.rateLimited)
             }
         } catch let error as HTTPError where error.status.code < 500 {
             response = .text("errorCode=02101", status: .badRequest)
