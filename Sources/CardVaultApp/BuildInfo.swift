@@ -40,6 +40,9 @@ public enum BuildInfo {
 
     /// A library's version string as a label value: printable ASCII without quotes or backslashes.
     private static func label(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" }).prefix(64))
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "\\" }
+            ).prefix(64))
     }
 }

@@ -24,7 +24,8 @@ public enum MerchantAdminCommands {
                 throw AdminError(AdminError.badMessage, "clients.rotate-key needs a \"clientId\"")
             }
             do {
-                let credentials = try await services.clients.rotateKey(clientId: clientId, tokens: services.bearerTokens)
+                let credentials = try await services.clients.rotateKey(
+                    clientId: clientId, tokens: services.bearerTokens)
                 return .object(["ClientId": .string(credentials.clientId), "ApiKey": .string(credentials.apiKey)])
             } catch let error as PaymentsError {
                 throw AdminError(error.code.rawValue, error.message)

@@ -13,7 +13,8 @@ extension ClientRegistry {
             client.keyHash = try Client.hash(apiKey: apiKey, salt: client.salt)
         }
         let revoked = try await tokens.revoke(clientId: clientId)
-        environment.logger.notice("client API key rotated", ["clientId": .string(clientId), "tokensRevoked": .int(revoked)])
+        environment.logger.notice(
+            "client API key rotated", ["clientId": .string(clientId), "tokensRevoked": .int(revoked)])
         return ClientCredentials(clientId: clientId, apiKey: apiKey)
     }
 

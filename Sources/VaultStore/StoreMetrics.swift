@@ -8,7 +8,9 @@ public final class StoreMetrics: Sendable {
     /// Upper bounds of the group size histogram (records per group commit).
     public static let groupSizeBounds: [Int] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     /// Upper bounds of the fsync latency histogram, in seconds.
-    public static let fsyncBounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+    public static let fsyncBounds: [Double] = [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+    ]
 
     struct Values: Sendable {
         var groupBuckets = [UInt64](repeating: 0, count: StoreMetrics.groupSizeBounds.count + 1)
@@ -67,7 +69,9 @@ extension EncryptedFileStore {
         let statistics = statistics
         let damaged = withState { $0.index.corruptedCount + $0.recoveryDamage.count }
         var text = ""
-        func histogram(_ name: String, _ help: String, _ buckets: [UInt64], _ bounds: [String], sum: String, count: UInt64) {
+        func histogram(
+            _ name: String, _ help: String, _ buckets: [UInt64], _ bounds: [String], sum: String, count: UInt64
+        ) {
             text += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n"
             var cumulative: UInt64 = 0
             for (index, bound) in bounds.enumerated() {

@@ -73,7 +73,9 @@ enum ClientsCommand: Command {
                 }
             }
         case "rotate-key":
-            guard let clientId = arguments.positional() else { throw UsageError("clients rotate-key needs a CLIENT_ID") }
+            guard let clientId = arguments.positional() else {
+                throw UsageError("clients rotate-key needs a CLIENT_ID")
+            }
             try arguments.finish()
             let result = try await access.call("clients.rotate-key", arguments: ["clientId": .string(clientId)])
             guard let apiKey = result["ApiKey"]?.stringValue else { throw CommandFailure("the daemon gave no key") }

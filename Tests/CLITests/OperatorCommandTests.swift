@@ -229,7 +229,9 @@ import Glibc
             let name = String(decoding: bytes[offset + 24..<offset + 24 + collectionLength], as: UTF8.self)
             if name == collection {
                 // The last frame of the record is the live one.
-                found = (namesEnd + 14, String(decoding: bytes[offset + 24 + collectionLength..<namesEnd], as: UTF8.self))
+                found = (
+                    namesEnd + 14, String(decoding: bytes[offset + 24 + collectionLength..<namesEnd], as: UTF8.self)
+                )
             }
             offset += length
         }
@@ -275,7 +277,8 @@ import Glibc
         let bearer = ["Authorization": "Bearer " + token, "Content-Type": "application/json"]
         let (created, userBody) = try ServeCommandTests.request(
             port: port, method: "POST", path: "/v2.01/dev/users/natural", headers: bearer,
-            body: #"{"FirstName":"Dam","LastName":"Aged","Email":"d@example.com","Birthday":188352000,"Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":true,"UserCategory":"PAYER"}"#
+            body:
+                #"{"FirstName":"Dam","LastName":"Aged","Email":"d@example.com","Birthday":188352000,"Nationality":"FR","CountryOfResidence":"FR","TermsAndConditionsAccepted":true,"UserCategory":"PAYER"}"#
         )
         #expect(created == 200, "\(userBody)")
         let userId =

@@ -54,6 +54,8 @@ import Testing
     #expect(text.contains("cardvault_3ds_challenge_answer_seconds_count 1\n"))
     // Every sample line is `name{label="value",...} number` with values from the vocabularies.
     for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-        #expect(line.range(of: #"^[a-z_0-9]+(\{([a-z_]+="[A-Za-z0-9_.+]*",?)*\})? [0-9.]+$"#, options: .regularExpression) != nil, "\(line)")
+        #expect(
+            line.range(of: #"^[a-z_0-9]+(\{([a-z_]+="[A-Za-z0-9_.+]*",?)*\})? [0-9.]+$"#, options: .regularExpression)
+                != nil, "\(line)")
     }
 }
