@@ -39,8 +39,7 @@ public enum StoreAdminCommands {
             ])
         }
         handlers.register("keys.rotate-master") { _, _ in
-            try store.rotateMasterKey()
-            return .object([:])
+            .object(["backup": .string(try store.rotateMasterKey())])
         }
         handlers.register("keys.retire") { arguments, _ in
             guard let version = arguments["version"]?.intValue, version > 0, version <= Int(UInt32.max) else {

@@ -56,6 +56,10 @@ public struct CardVaultDaemon: Sendable {
             configuration: configuration, services: services, metrics: metrics, logger: logger,
             leadership: store.leadership)
         metrics.addCollector { forward.metrics.prometheusText() }
+        let businessMetrics = services.environment.metrics
+        metrics.addCollector { businessMetrics.prometheusText() }
+        let storeBackend = configuration.databaseURL == nil ? "file" : "postgresql"
+        metrics.addCollector { BuildInfo.prometheusText(storeBackend: storeBackend) }
         server = try CardVaultApplication(
             configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
         ).makeServer()
@@ -67,6 +71,8 @@ public struct CardVaultDaemon: Sendable {
             path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
             logger: logger)
         try admin.start()
+
+        StartupChecks.warnAboutBrowserOrigins(configuration, logger: logger)
 
         let scheme = configuration.tls.isEnabled ? "https" : "http"
         let host = configuration.listenHost.contains(":") ? "[\(configuration.listenHost)]" : configuration.listenHost
@@ -85,9 +91,16 @@ public struct CardVaultDaemon: Sendable {
         let publicURL = publicURL
         return [admin as any Service] + background + [
             forward.client,
-            HTTPService(server: server) { port in
+            HTTPService(server: server) { [services] port in
                 let url = listenURL(port)
                 logger.notice("listening", ["url": .string(url), "publicURL": .string(publicURL)])
+                // Only now that the port is bound: a daemon that cannot start never shows credentials.
+                do {
+                    try await MerchantAssembly.createDevelopmentClientIfNone(services: services, announce: announce)
+                } catch {
+                    logger.error(
+                        "development client not created", ["errorType": .string(String(describing: type(of: error)))])
+                }
                 announce("cardvault serving on \(url)")
             },
         ]

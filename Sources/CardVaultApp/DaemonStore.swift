@@ -35,7 +35,7 @@ public struct DaemonStore: Sendable {
     public static func file(_ store: EncryptedFileStore) -> DaemonStore {
         DaemonStore(
             store: store, fingerprintKeys: store.fingerprintKeys, leadership: SoleLeadership(),
-            keyMetricsText: { store.keyMetricsText() },
+            keyMetricsText: { store.keyMetricsText() + store.storeMetricsText() },
             registerAdminCommands: { StoreAdminCommands.register(store, in: $0) },
             close: { store.close() })
     }

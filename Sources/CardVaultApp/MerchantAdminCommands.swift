@@ -19,8 +19,31 @@ public enum MerchantAdminCommands {
         }
         MasterpassAdminCommands.register(services, in: handlers)
         ForwardAssembly.registerAdminCommands(services, in: handlers)
+        handlers.register("clients.rotate-key") { arguments, _ in
+            guard let clientId = arguments["clientId"]?.stringValue else {
+                throw AdminError(AdminError.badMessage, "clients.rotate-key needs a \"clientId\"")
+            }
+            do {
+                let credentials = try await services.clients.rotateKey(
+                    clientId: clientId, tokens: services.bearerTokens)
+                return .object(["ClientId": .string(credentials.clientId), "ApiKey": .string(credentials.apiKey)])
+            } catch let error as PaymentsError {
+                throw AdminError(error.code.rawValue, error.message)
+            }
+        }
+        handlers.register("clients.remove") { arguments, _ in
+            guard let clientId = arguments["clientId"]?.stringValue else {
+                throw AdminError(AdminError.badMessage, "clients.remove needs a \"clientId\"")
+            }
+            do {
+                let revoked = try await services.clients.remove(clientId: clientId, tokens: services.bearerTokens)
+                return .object(["ClientId": .string(clientId), "TokensRevoked": .int(revoked)])
+            } catch let error as PaymentsError {
+                throw AdminError(error.code.rawValue, error.message)
+            }
+        }
         handlers.register("clients.list") { _, _ in
-            let clients = try await services.clients.all()
+            let clients = try await services.clients.active()
             return .array(
                 clients.map { client in
                     .object([

@@ -44,19 +44,23 @@ public enum MerchantAssembly {
             sandbox: sandbox, riskPolicy: risk)
     }
 
-    /// The route groups for `serve`: the Mangopay dialect and the pay-ins with their sandbox ACS. When the
-    /// store holds no client yet, creates the development client and hands its credentials (shown once, never
-    /// stored in clear) to `announce`.
+    /// When the store holds no client yet, creates the development client and hands its credentials (shown once,
+    /// never stored in clear) to `announce`. `serve` calls it once the HTTP port is bound, so credentials are
+    /// never printed by a daemon that then fails to start.
+    public static func createDevelopmentClientIfNone(
+        services: MerchantServices, announce: @Sendable (String) -> Void
+    ) async throws {
+        guard try await services.clients.all().isEmpty else { return }
+        let credentials = try await services.clients.create(name: developmentClientName)
+        announce(
+            "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)")
+    }
+
+    /// The route groups for `serve`: the Mangopay dialect and the pay-ins with their sandbox ACS.
     public static func routes(
         configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
         announce: @escaping @Sendable (String) -> Void
     ) async throws -> [any RouteGroup] {
-        if try await services.clients.all().isEmpty {
-            let credentials = try await services.clients.create(name: developmentClientName)
-            announce(
-                "development client created (shown once): ClientId=\(credentials.clientId) ApiKey=\(credentials.apiKey)"
-            )
-        }
         return [
             MangopayRoutes(
                 services: services, checkoutOrigins: configuration.checkoutOrigins,

@@ -118,6 +118,7 @@ public struct HTTPErrorDialect: Sendable {
     public func response(for error: HTTPError) -> Response {
         var response = body(error)
         response.status = error.status
+        if response.errorCode == nil { response.errorCode = error.code.rawValue }
         for field in error.headers { response.headers.set(field.name, field.value) }
         return response
     }

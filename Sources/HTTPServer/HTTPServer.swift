@@ -114,17 +114,18 @@ public final class HTTPServer: Sendable {
 public struct HTTPService: Service {
     public let name = "http"
     public let server: HTTPServer
-    private let onStarted: @Sendable (Int) -> Void
+    private let onStarted: @Sendable (Int) async -> Void
 
-    /// - Parameter onStarted: called with the bound port once the server accepts connections.
-    public init(server: HTTPServer, onStarted: @escaping @Sendable (Int) -> Void = { _ in }) {
+    /// - Parameter onStarted: called with the bound port once the server accepts connections (and only then: a
+    ///   failed bind throws from ``run()`` without calling it).
+    public init(server: HTTPServer, onStarted: @escaping @Sendable (Int) async -> Void = { _ in }) {
         self.server = server
         self.onStarted = onStarted
     }
 
     public func run() async throws {
         try server.start()
-        onStarted(server.port)
+        await onStarted(server.port)
         await untilCancelled()
         server.core.logger.notice("draining HTTP connections")
         await server.shutdown()

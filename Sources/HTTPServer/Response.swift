@@ -5,6 +5,9 @@ public struct Response: Sendable {
     public var status: HTTPStatus
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// For an error answer: its machine-readable code in the dialect (`param_error`, `02625`, `not_found`), which
+    /// the server writes in the request's log line. Never sent; never a value taken from the request.
+    public var errorCode: String?
 
     public init(status: HTTPStatus = .ok, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status

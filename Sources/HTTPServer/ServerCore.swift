@@ -281,7 +281,9 @@ final class ServerCore: Sendable {
                 let answered = ThreadWakeup()
                 let answer = Locked<Response?>(nil)
                 Task {
-                    let response = await Self.invoke(handler, request, router.errorDialect)
+                    let response = await LogContext.$requestID.withValue(request.requestID) {
+                        await Self.invoke(handler, request, router.errorDialect)
+                    }
                     answer.withLock { $0 = response }
                     answered.signal()
                 }
@@ -294,7 +296,10 @@ final class ServerCore: Sendable {
                 suspended.add(1, ordering: .relaxed)
                 let suspendedConnection = SuspendedConnection(pointer: connection)
                 Task {
-                    context.pendingResponse = await Self.invoke(handler, request, router.errorDialect)
+                    // Every line the handler's services log carries this request's id (LogContext).
+                    context.pendingResponse = await LogContext.$requestID.withValue(request.requestID) {
+                        await Self.invoke(handler, request, router.errorDialect)
+                    }
                     self.suspended.subtract(1, ordering: .releasing)
                     MHD_resume_connection(suspendedConnection.pointer)
                 }
@@ -350,6 +355,7 @@ final class ServerCore: Sendable {
         }
         context.phase = .answered
         context.status = response.status.code
+        context.errorCode = response.errorCode
         let mhdResponse = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count,
@@ -398,16 +404,16 @@ final class ServerCore: Sendable {
         }
         context.series?.record(status: context.status, nanoseconds: nanos)
         if logRequests {
-            logger.info(
-                "request",
-                [
-                    "requestId": .string(context.requestID),
-                    "method": .string(context.method.rawValue),
-                    "route": .string(context.route?.pattern ?? HTTPMetrics.unmatchedRoute),
-                    "status": .int(context.status),
-                    "durationMs": .double(Double(nanos / 1000) / 1000),
-                ]
-            )
+            var fields: LogMetadata = [
+                "requestId": .string(context.requestID),
+                "method": .string(context.method.rawValue),
+                "route": .string(context.route?.pattern ?? HTTPMetrics.unmatchedRoute),
+                "status": .int(context.status),
+                "durationMs": .double(Double(nanos / 1000) / 1000),
+            ]
+            // A refused request says why: the dialect's error code (never a value the client sent).
+            if context.status >= 400, let code = context.errorCode { fields["error"] = .string(code) }
+            logger.info("request", fields)
         }
     }
 }
@@ -445,6 +451,8 @@ final class RequestContext: @unchecked Sendable {
     var series: RouteSeries?
     var pendingResponse: Response?
     var status = 0
+    /// The answer's ``Response/errorCode`` (logged with a 4xx or 5xx status).
+    var errorCode: String?
     var closeAfter = false
     /// The connection's idle timeout was cut to the deadline's time left while the body arrives.
     var shortenedTimeout = false

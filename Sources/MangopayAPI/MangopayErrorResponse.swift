@@ -17,6 +17,7 @@ enum MangopayErrorResponse {
         case .correlationIdNotFound: (.badRequest, "correlationid_not_found")
         case .rateLimited: (.tooManyRequests, "too_many_requests")
         case .alreadyExists, .concurrentChange: (.conflict, "resource_conflict")
+        case .damagedRecord: (.internalServerError, "record_damaged")
         default: (.serviceUnavailable, "service_unavailable")
         }
     }
@@ -40,6 +41,8 @@ enum MangopayErrorResponse {
         ])
         var response = MangopayResponse.json(json, status: status)
         if status == .serviceUnavailable { response.headers.set("Retry-After", retryAfterSeconds) }
+        // The log line of the request names the type and the fields at fault (our own names, never their values).
+        response.errorCode = errors.map { type + "[" + $0.keys.sorted().joined(separator: ",") + "]" } ?? type
         return response
     }
 
@@ -56,7 +59,9 @@ enum MangopayErrorResponse {
     /// `{"Message":…,"Type":…}`.
     static func httpError(_ error: HTTPError) -> Response {
         let json = MangopayJSON.object([("Message", .string(error.message)), ("Type", .string(type(for: error.code)))])
-        return MangopayResponse.json(json, status: error.status)
+        var response = MangopayResponse.json(json, status: error.status)
+        response.errorCode = type(for: error.code)
+        return response
     }
 
     /// When a client may retry after a 503.
@@ -66,6 +71,7 @@ enum MangopayErrorResponse {
     static func oauth(_ error: String, _ description: String, status: HTTPStatus) -> Response {
         var response = MangopayResponse.json(
             .object([("error", .string(error)), ("error_description", .string(description))]), status: status)
+        response.errorCode = error
         response.headers.set("Cache-Control", "no-store")
         if status == .unauthorized { response.headers.set("WWW-Authenticate", "Basic realm=\"cardvault\"") }
         return response

@@ -8,6 +8,8 @@ import VaultCore
 struct MangopayHandlers: Sendable {
     let services: MerchantServices
     let checkoutOrigins: Set<String>
+    /// The origin of the daemon's own pages (`publicURL`'s scheme, host and port): always allowed to tokenize.
+    var ownOrigin: String? = nil
 
     var now: Int64 { Int64(services.environment.clock.now.timeIntervalSince1970.rounded(.down)) }
 
@@ -133,6 +135,13 @@ struct MangopayHandlers: Sendable {
     private func respond(to error: any Error, _ request: Request) -> Response {
         if let error = error as? PaymentsError {
             return MangopayErrorResponse.response(error, request: request, now: now)
+        }
+        if let damaged = PaymentsError.damagedRecord(from: error) {
+            // The record's collection and id go to the operator's log only (with this request's id).
+            request.logger.error(
+                "damaged record",
+                ["route": .string(request.route), "error": .string(PaymentsError.damagedRecordDetail(error))])
+            return MangopayErrorResponse.response(damaged, request: request, now: now)
         }
         if let error = error as? HTTPError, error.status.code < 500 {
             return MangopayErrorResponse.body(
@@ -287,6 +296,20 @@ struct MangopayHandlers: Sendable {
     /// `Profiling-Attempt-Reference` header) or `errorCode=…` as plain text; 429 when the address is limited.
     func tokenize(_ request: Request) async -> Response {
         defer { request.wipeBody() }  // also when the form did not parse
+        // A browser on an origin that may not read the answer is refused before the form is read: the card is
+        // not tokenized and the registration stays usable (a CORS failure would otherwise burn it unseen).
+        if let origin = request.headers["Origin"], !mayTokenize(origin: origin) {
+            request.wipeBody()
+            services.environment.metrics.tokenization(.originRefused)
+            request.logger.warning(
+                "tokenization refused: browser origin not in checkoutOrigins",
+                ["origin": .string(TokenizationOrigin.loggable(origin))])
+            var refused = Response.text("errorCode=09201", status: .forbidden)
+            refused.errorCode = "origin_refused"
+            refused.headers.set("Cache-Control", "no-store")
+            refused.headers.add("Vary", "Origin")
+            return refused
+        }
         var response: Response
         do {
             let form = try request.formFields()
@@ -311,16 +334,23 @@ struct MangopayHandlers: Sendable {
                 response.headers.set("Profiling-Attempt-Reference", reference)
             case .failure(let code):
                 response = .text("errorCode=" + code.rawValue)
+                response.errorCode = code.rawValue
             case .rateLimited(let seconds):
                 response = .text("errorCode=09102", status: .tooManyRequests)
                 response.headers.set("Retry-After", String(seconds))
+                response.errorCode = "09102"
             }
         } catch let error as HTTPError where error.status.code < 500 {
             response = .text("errorCode=02101", status: .badRequest)
+            response.errorCode = "02101[" + error.code.rawValue + "]"
+            services.environment.metrics.tokenization(.badRequest)
         } catch let error as PaymentsError where error.code == .unavailable {
             response = .text("errorCode=02101", status: .serviceUnavailable)
+            response.errorCode = "02101[unavailable]"
+            services.environment.metrics.tokenization(.unavailable)
         } catch {
             response = unexpected(error, request)
+            services.environment.metrics.tokenization(.error)
         }
         response.headers.set("Cache-Control", "no-store")
         addCORS(to: &response, request)
@@ -337,6 +367,12 @@ struct MangopayHandlers: Sendable {
             response.headers.set("Access-Control-Max-Age", "600")
         }
         return response
+    }
+
+    /// True when a browser on `origin` may post card data: a `checkoutOrigins` entry (or `*`), or the daemon's own
+    /// pages.
+    private func mayTokenize(origin: String) -> Bool {
+        checkoutOrigins.contains(origin) || checkoutOrigins.contains("*") || origin == ownOrigin
     }
 
     private func addCORS(to response: inout Response, _ request: Request) {

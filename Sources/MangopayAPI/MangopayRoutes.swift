@@ -35,7 +35,9 @@ public struct MangopayRoutes: RouteGroup {
     }
 
     public func register(on router: inout Router) {
-        let api = MangopayHandlers(services: services, checkoutOrigins: checkoutOrigins)
+        let api = MangopayHandlers(
+            services: services, checkoutOrigins: checkoutOrigins,
+            ownOrigin: TokenizationOrigin.origin(ofURL: services.environment.configuration.publicBaseURL))
         // Failed authentications count against the address; a limited address is refused before its
         // credentials are checked, so guessing API keys is as slow as the limit.
         let tokenFailures = services.abuseLimits.tokenFailures

@@ -90,6 +90,7 @@ struct MasterpassErrorResponse: HTTPResponseError {
         var response = Response(
             status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
         if status == .serviceUnavailable { response.headers.set("Retry-After", Response.unavailableRetryAfterSeconds) }
+        response.errorCode = errors.map { $0.ReasonCode + "[" + $0.Source + "]" }.joined(separator: ",")
         return response
     }
 }

@@ -23,8 +23,8 @@ public final class BearerTokens: Sendable {
         var expiresAt: Int64
     }
 
-    private let environment: PaymentsEnvironment
-    private let cache = Locked<[String: Entry]>([:])
+    let environment: PaymentsEnvironment
+    let cache = Locked<[String: Entry]>([:])
     /// The fixed key of the token digest (domain separation only; the tokens themselves carry 238 bits).
     private static let digestKey = SymmetricKey(copying: Array("cardvault bearer token digest v1".utf8))
 

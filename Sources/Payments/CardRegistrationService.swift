@@ -109,11 +109,12 @@ public struct CardRegistrationService: Sendable {
 
     /// Handles a tokenization POST for registration `id` of `clientId`: checks the access key, validates the card
     /// with CardKit, vaults the number (the store seals it), holds the security code in memory, records the
-    /// profiling attempt, and spends the access key, all in one atomic write.
+    /// profiling attempt, and spends the access key, all in one atomic write. (The public entry point,
+    /// `tokenize`, counts the result for `/metrics`: CardRegistrationService+Metrics.swift.)
     /// - Parameter requireSecurityCode: false only for the hosted checkout of a merchant that turned CVC2 off
     ///   (`cvc2Support=false`); a security code that is sent is still checked.
-    public func tokenize(
-        clientId: String, id: String, form: TokenizationForm, signals: DeviceSignals, requireSecurityCode: Bool = true
+    func tokenizeUncounted(
+        clientId: String, id: String, form: TokenizationForm, signals: DeviceSignals, requireSecurityCode: Bool
     ) async throws -> TokenizationResult {
         let configuration = environment.configuration
         let address = signals.ipAddress ?? ""

@@ -12,6 +12,9 @@ public struct Client: Sendable, Equatable, Codable {
     var salt: [UInt8]
     /// HKDF-SHA256(ikm: API key, salt: salt, info: "cardvault api key v1"), 32 bytes.
     var keyHash: [UInt8]
+    /// When `cardvault clients remove` ended the client: it cannot authenticate any more, and its ClientId is never
+    /// given to a new client (its records still name it).
+    public var removedDate: Int64? = nil
 
     /// Hashes `apiKey` with `salt` the way stored clients do.
     static func hash(apiKey: String, salt: [UInt8]) throws -> [UInt8] {
@@ -94,7 +97,7 @@ public struct ClientRegistry: Sendable {
     /// Checks a ClientId and API key.
     /// - Throws: ``PaymentsError`` `.invalidClient` when either is wrong (the same answer for both).
     public func authenticate(clientId: String, apiKey: String) async throws -> Client {
-        guard let client = try await client(clientId), client.verifies(apiKey: apiKey) else {
+        guard let client = try await client(clientId), client.removedDate == nil, client.verifies(apiKey: apiKey) else {
             throw PaymentsError(.invalidClient, "The authorization header was malformed or not recognized")
         }
         return client

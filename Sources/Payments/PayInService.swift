@@ -158,6 +158,7 @@ public struct PayInService: Sendable {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
         payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
+        environment.metrics.created(payIn, risk: risk)
         environment.logger.info(
             purpose == .payIn ? "pay-in created" : "card validation created",
             [
@@ -507,6 +508,7 @@ public struct PayInService: Sendable {
             payIn = try await apply(
                 actions, to: payIn, previousVersion: version,
                 extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+            environment.metrics.transitioned(payIn, event: event, now: environment.nowSeconds)
             environment.logger.info(
                 "transaction completed",
                 [

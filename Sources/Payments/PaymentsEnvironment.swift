@@ -12,6 +12,8 @@ public struct PaymentsEnvironment: Sendable {
     public var fingerprintKeys: any FingerprintKeySource
     public var configuration: PaymentsConfiguration
     public var logger: Logger
+    /// The business counters of `/metrics` (tokenizations, transactions, challenges, risk decisions).
+    public var metrics = BusinessMetrics()
 
     public init(
         store: any RecordStore,

@@ -36,6 +36,9 @@ public struct PaymentsError: CodedError, Equatable {
         public static let concurrentChange = Code("concurrentChange")
         /// A record with this id exists already (client names, for instance).
         public static let alreadyExists = Code("alreadyExists")
+        /// A stored record the operation needs is damaged (it fails authentication); nothing was changed. HTTP 500
+        /// with the error's `Id`; `cardvault verify` names the record.
+        public static let damagedRecord = Code("damagedRecord")
     }
 
     public let code: Code

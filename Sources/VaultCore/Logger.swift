@@ -113,7 +113,7 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: String, _ extra: LogMetadata = [:]) {
         guard level >= minimumLevel else { return }
-        let all: LogMetadata
+        var all: LogMetadata
         if metadata.isEmpty {
             all = extra
         } else if extra.isEmpty {
@@ -121,6 +121,7 @@ public struct Logger: Sendable {
         } else {
             all = metadata.merging(extra) { _, new in new }
         }
+        if all["requestId"] == nil, let requestID = LogContext.requestID { all["requestId"] = .string(requestID) }
         handler.write(LogRecord(time: clock.now, level: level, message: message, metadata: all))
     }
 

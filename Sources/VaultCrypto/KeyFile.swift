@@ -122,3 +122,26 @@ public enum KeyFile {
 
     static func errnoText() -> String { String(cString: strerror(errno)) }
 }
+
+extension KeyFile {
+    /// Copies the secret file at `path` to `path.YYYYMMDDTHHMMSSZ.bak` (mode 0600, never replacing a file), before
+    /// it is replaced: data backups taken earlier hold a keyring wrapped under it and cannot be opened without it.
+    /// - Returns: the backup's path.
+    /// - Throws: ``KeyRingError`` when the file cannot be read or the copy cannot be written.
+    public static func backUp(_ path: String, at date: Date) throws -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let stamp = formatter.string(from: date)
+        let secret = try readSecret(path)
+        var backup = path + "." + stamp + ".bak"
+        var attempt = 1
+        while access(backup, F_OK) == 0 {  // two rotations within one second
+            attempt += 1
+            backup = path + "." + stamp + "-" + String(attempt) + ".bak"
+        }
+        try secret.withUnsafeBytes { try writeAtomically(backup, $0, exclusive: true) }
+        return backup
+    }
+}

@@ -408,11 +408,15 @@ public final class KeyRing: Sendable {
     }
 
     /// Replaces the master key with a fresh one and re-wraps every data key and the fingerprint
-    /// secret under it. Crash-safe: the new key is written to `master.key.next` first, then the
-    /// keyring, then the new key is renamed over `master.key` (``open`` finishes a half-done one).
-    public func rotateMaster(random: any RandomSource = RandomPool.shared) throws {
+    /// secret under it. Crash-safe: the old key is copied to a dated backup, the new key is written to
+    /// `master.key.next` first, then the keyring, then the new key is renamed over `master.key` (``open``
+    /// finishes a half-done one).
+    /// - Returns: the path of the old key's backup (``KeyFile/backUp(_:at:)``).
+    @discardableResult
+    public func rotateMaster(random: any RandomSource = RandomPool.shared, now: Date = Date()) throws -> String {
         try state.withLock { state in
             let masterPath = Self.masterKeyPath(keysDirectory)
+            let backup = try KeyFile.backUp(masterPath, at: now)
             let nextPath = masterPath + ".next"
             let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
             try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
@@ -423,6 +427,7 @@ public final class KeyRing: Sendable {
             try Self.write(&next, to: ringPath)
             try KeyFile.replace(nextPath, with: masterPath)
             state = next
+            return backup
         }
     }
 

@@ -131,6 +131,7 @@ extension EncryptedFileStore {
             }
         }
         if report.segmentsRemoved > 0 {
+            metrics.compacted(report)
             options.logger.info(
                 "record store compacted",
                 [
@@ -278,13 +279,16 @@ extension EncryptedFileStore {
                 if corrupted || segment == nil {
                     report.failures.append(
                         VerifyFailure(
-                            collection: key.collection, id: key.id, reason: "damaged on disk (checksum mismatch)"))
+                            collection: key.collection, id: key.id,
+                            reason: "damaged on disk (a checksum mismatch, or failed authentication when last read)"))
                     continue
                 }
                 do {
                     _ = try open(key.collection, key.id, location, in: segment!)
                 } catch let error as StoreError {
                     report.failures.append(VerifyFailure(collection: key.collection, id: key.id, reason: error.message))
+                    // Kept in the index (and its checkpoint): the next start-up counts it, reads fail at once.
+                    if error.code == .corrupted { markDamaged(key.collection, key.id, at: location) }
                 }
             }
             progress?(report.checked, total)
@@ -329,6 +333,9 @@ extension EncryptedFileStore {
         text += "# HELP cardvault_data_key_current_version The data key version new records are sealed under.\n"
         text += "# TYPE cardvault_data_key_current_version gauge\n"
         text += "cardvault_data_key_current_version \(keyRing.currentVersion)\n"
+        text += "# HELP cardvault_data_key_versions_in_use Data key versions that seal at least one live record.\n"
+        text += "# TYPE cardvault_data_key_versions_in_use gauge\n"
+        text += "cardvault_data_key_versions_in_use \(status.filter { $0.records > 0 }.count)\n"
         text += "# HELP cardvault_data_key_seal_limit Seals after which the current data key is rotated.\n"
         text += "# TYPE cardvault_data_key_seal_limit gauge\n"
         text += "cardvault_data_key_seal_limit \(policy.maximumSeals)\n"
@@ -363,13 +370,23 @@ extension EncryptedFileStore {
     }
 
     /// Re-wraps every data key under a new master key (records are untouched).
-    public func rotateMasterKey() throws {
-        try keyRing.rotateMaster()
-        options.logger.notice("master key rotated")
+    /// - Returns: the path of the old master key's dated backup.
+    @discardableResult
+    public func rotateMasterKey() throws -> String {
+        let backup = try keyRing.rotateMaster(now: options.clock.now)
+        options.logger.notice("master key rotated", ["backup": .string(backup)])
+        return backup
     }
 
-    /// Drops a data key version, refused while any record (or write in flight) uses it.
+    /// Drops a data key version, refused while any record (or write in flight) uses it, and for the current
+    /// version (new writes use it: rotate first).
     public func retireDataKey(version: UInt32) throws {
+        guard version != keyRing.currentVersion else {
+            throw KeyRingError(
+                .versionInUse,
+                "data key version \(version) is the current one (new writes use it): run `cardvault keys rotate` first, "
+                    + "then `cardvault keys rewrap`")
+        }
         try withState { state in
             let inUse = (state.index.keyVersionCounts[version] ?? 0) + (state.inFlightKeyVersions[version] ?? 0)
             guard inUse == 0 else {

@@ -162,6 +162,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// Serialises checkpoints and segment removal.
     let maintenance = Locked<Void>(())
     let compacting = Locked<Bool>(false)
+    /// Group commits, fsync latency, compaction (`/metrics`, ``storeMetricsText()``).
+    public let metrics = StoreMetrics()
 
     static let segmentHeaderSize = 16
     private static let segmentMagic = Array("CVSEG001".utf8)
@@ -576,9 +578,16 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         guard let (location, corrupted, segment) = found else { return nil }
         guard !corrupted, let segment else {
+            metrics.readFailed()
             throw StoreError(.corrupted, "record \(collection)/\(id) is damaged on disk")
         }
-        let value = try open(collection, id, location, in: segment)
+        let value: [UInt8]
+        do {
+            value = try open(collection, id, location, in: segment)
+        } catch let error as StoreError where error.code == .corrupted {
+            markDamaged(collection, id, at: location)
+            throw error
+        }
         return Record(collection: collection, id: id, version: location.version, value: value)
     }
 
@@ -633,11 +642,17 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         return try found.map { id, location, corrupted, segment in
             guard !corrupted, let segment else {
+                metrics.readFailed()
                 throw StoreError(.corrupted, "record \(collection)/\(id) is damaged on disk")
             }
-            return Record(
-                collection: collection, id: id, version: location.version,
-                value: try open(collection, id, location, in: segment))
+            do {
+                return Record(
+                    collection: collection, id: id, version: location.version,
+                    value: try open(collection, id, location, in: segment))
+            } catch let error as StoreError where error.code == .corrupted {
+                markDamaged(collection, id, at: location)
+                throw error
+            }
         }
     }
 
@@ -1089,7 +1104,10 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             if end > allocated { allocated = preallocate(segment.file, from: end) }
             // A waiting index update runs on the indexer thread while this sync waits.
             if waiting && options.indexesWhileSyncing { indexerWake.signal() }
+            let syncStarted = DispatchTime.now().uptimeNanoseconds
             try segment.file.sync()
+            metrics.groupCommitted(
+                records: group.writes.count, fsyncNanoseconds: DispatchTime.now().uptimeNanoseconds - syncStarted)
         } catch {
             fail(group, segment: segment, offset: offset, error: error)
             return nil

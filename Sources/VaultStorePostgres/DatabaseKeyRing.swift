@@ -400,8 +400,11 @@ public final class DatabaseKeyRing: Sendable {
     /// Re-wraps every live data key and the fingerprint secret under a fresh master key, in one transaction,
     /// then puts the new key in place of this host's `master.key` (written to `master.key.next` first). Every
     /// other daemon host needs the new file before it restarts.
-    func rotateMaster(pool: PostgresPool, random: RandomPool = .shared) async throws {
+    /// - Returns: the path of the old key's dated backup (``KeyFile/backUp(_:at:)``).
+    @discardableResult
+    func rotateMaster(pool: PostgresPool, random: RandomPool = .shared) async throws -> String {
         let masterPath = KeyRing.masterKeyPath(keysDirectory)
+        let backup = try KeyFile.backUp(masterPath, at: Date())
         let nextPath = masterPath + ".next"
         let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
         try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
@@ -452,5 +455,6 @@ public final class DatabaseKeyRing: Sendable {
         try KeyFile.replace(nextPath, with: masterPath)
         state.withLock { $0.kek = next }
         try await refresh(pool: pool)
+        return backup
     }
 }

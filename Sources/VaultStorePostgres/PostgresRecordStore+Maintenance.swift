@@ -57,9 +57,12 @@ extension PostgresRecordStore {
     }
 
     /// Re-wraps the data keys under a fresh master key (this host's file; copy it to the others).
-    public func rotateMasterKey() async throws {
-        try await keyRing.rotateMaster(pool: pool)
-        options.logger.notice("master key rotated")
+    /// - Returns: the path of the old master key's dated backup.
+    @discardableResult
+    public func rotateMasterKey() async throws -> String {
+        let backup = try await keyRing.rotateMaster(pool: pool)
+        options.logger.notice("master key rotated", ["backup": .string(backup)])
+        return backup
     }
 
     /// Reads and authenticates every record; reports those that fail (never their values).

@@ -1,4 +1,5 @@
 import AdminChannel
+import Configuration
 import Foundation
 import VaultStore
 
@@ -14,13 +15,15 @@ enum CheckoutCommand: Command {
         usage: cardvault checkout add --client-id ID --callback-prefix URL [--callback-prefix URL ...]
                                       --card-types master,visa [--checkout-id ID] [--merchant-name NAME]
                                       [--three-ds-policy required|merchantChoice] [--cvc-policy required|merchantChoice]
-                                      [--url URL]
-               cardvault checkout list --client-id ID [--url URL]
-               cardvault checkout remove CHECKOUT_ID --client-id ID [--url URL]
+                                      [--url URL | --config FILE]
+               cardvault checkout list --client-id ID [--json] [--url URL | --config FILE]
+               cardvault checkout remove CHECKOUT_ID --client-id ID [--url URL | --config FILE]
                cardvault checkout pci --client-id ID (--on | --off) [--config FILE] [--data-dir DIR] [--keys-dir DIR]
 
-        Registers checkout ids with the daemon at URL (default: CARDVAULT_URL, else http://127.0.0.1:8080)
-        as client ID. A checkout whose callbackUrl does not start with a registered prefix (same scheme,
+        Registers checkout ids with the daemon at URL: --url, else CARDVAULT_URL, else the listen address
+        of the configuration `serve` reads (--config FILE, else config/cardvault.json when it exists, then
+        CARDVAULT_LISTEN and the TLS settings; a wildcard address is reached on loopback), as client ID.
+        list prints a JSON array (--json is accepted for symmetry with the other lists). A checkout whose callbackUrl does not start with a registered prefix (same scheme,
         host and port, path on a segment boundary) is refused. The client's API key is read from
         CARDVAULT_API_KEY or, when that is unset, from the first line of standard input; never from the
         command line. Prints the registration (add) or the list (list) as JSON on standard output.
@@ -47,9 +50,9 @@ enum CheckoutCommand: Command {
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let action = arguments.positional() else { throw UsageError("checkout needs add, list, remove or pci") }
         if action == "pci" { return try await pci(&arguments) }
-        let url =
-            try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
-            ?? "http://127.0.0.1:8080"
+        let explicitURL = try arguments.option("--url") ?? ProcessInfo.processInfo.environment["CARDVAULT_URL"]
+        let configFile = try arguments.option("--config")
+        _ = arguments.flag("--json")
         guard let clientId = try arguments.option("--client-id"), !clientId.isEmpty else {
             throw UsageError("--client-id is required")
         }
@@ -78,6 +81,7 @@ enum CheckoutCommand: Command {
             throw UsageError("unknown checkout action \(action) (add, list, remove or pci)")
         }
         try arguments.finish()
+        let url = try explicitURL ?? Self.daemonURL(CommandConfiguration.load(explicitFile: configFile))
         guard let base = URL(string: url), base.scheme == "http" || base.scheme == "https" else {
             throw UsageError("--url must be an http or https URL")
         }
@@ -123,6 +127,20 @@ enum CheckoutCommand: Command {
             #"{"clientId": "\#(clientId)", "pciCompliant": \#(result["pciCompliant"].map { $0 == .bool(true) } ?? on)}"#
         )
         return 0
+    }
+
+    /// Where a local client reaches the daemon the configuration describes: its listen address (loopback for a
+    /// wildcard one), `https` when TLS is on.
+    /// - Throws: ``UsageError`` when the configuration lets the daemon pick its port (0).
+    static func daemonURL(_ configuration: CardVaultConfiguration) throws -> String {
+        guard configuration.listenPort != 0 else {
+            throw UsageError("the configuration's listen port is 0 (picked at start-up): give --url")
+        }
+        var host = configuration.listenHost
+        if host == "0.0.0.0" || host.isEmpty { host = "127.0.0.1" }
+        if host == "::" { host = "::1" }
+        if host.contains(":") { host = "[" + host + "]" }
+        return (configuration.tls.isEnabled ? "https" : "http") + "://" + host + ":" + String(configuration.listenPort)
     }
 
     /// The key from `CARDVAULT_API_KEY`, else the first line of standard input.

@@ -13,19 +13,24 @@ enum KeysCommand: Command {
     static let name = "keys"
     static let summary = "manage encryption keys: init, list, status, rotate, rotate-master, rewrap, retire"
     static let help = """
-        usage: cardvault keys <action> [--data-dir DIR] [--keys-dir DIR] [--config FILE]
+        usage: cardvault keys <action> [--json] [--data-dir DIR] [--keys-dir DIR] [--config FILE]
 
         actions:
           init               create the master key <keys-dir>/master.key (32 random bytes, mode 0600)
                              unless it exists
-          list               data key versions: creation time, records sealed under each, state
+          list [--json]      data key versions: creation time, records sealed under each, state
           status [--json]    data key versions with state, records, AES-GCM seals made under each
                              (an upper bound) and age, and the automatic rotation limits
                              (keys.rotateAfterSeals, keys.rotateAfterDays)
           rotate             add a data key version; new writes use it at once, old ones still decrypt
-          rotate-master      re-wrap every data key under a new master key (replaces master.key)
+          rotate-master      re-wrap every data key under a new master key (replaces master.key after
+                             copying the old one to master.key.<UTC time>.bak, mode 0600: data backups
+                             taken before hold a keyring only that old key opens; keep the two together)
           rewrap             move every record to the newest data key (resumable, idempotent)
-          retire VERSION     drop a data key version; refused while any record uses it
+          retire VERSION     drop a data key version; refused for the current version (rotate first)
+                             and while any record uses it (rewrap first)
+
+        Progress (rewrap) goes to standard error; results to standard output.
 
         While the daemon runs, these go through its admin socket (<data-dir>/admin.sock) and take
         effect without a restart; otherwise they work on the files directly, under the data
@@ -50,10 +55,11 @@ enum KeysCommand: Command {
             }
             return 0
         case "list":
+            let json = arguments.flag("--json")
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
             let result = try await access.call("keys.list")
-            print(table(result["keys"]?.arrayValue ?? []))
+            print(json ? listJSON(result["keys"]?.arrayValue ?? []) : table(result["keys"]?.arrayValue ?? []))
             return 0
         case "status":
             let json = arguments.flag("--json")
@@ -71,10 +77,13 @@ enum KeysCommand: Command {
         case "rotate-master":
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            _ = try await access.call("keys.rotate-master")
+            let result = try await access.call("keys.rotate-master")
+            let backup = result["backup"]?.stringValue ?? "?"
             print(
-                "rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))"
-            )
+                "rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))\n"
+                    + "the old master key is saved as \(backup) (mode 0600)\n"
+                    + "backups of the data directory (keyring.json) taken before now open only with that old key: "
+                    + "keep \(backup) with them, or take a new backup now and then destroy it")
             return 0
         case "rewrap":
             let access = try StoreAccess.parse(&arguments)
@@ -99,6 +108,23 @@ enum KeysCommand: Command {
         default:
             throw UsageError("unknown action '\(action)' (try `cardvault keys --help`)")
         }
+    }
+
+    /// `keys list --json`: an array, oldest version first.
+    private static func listJSON(_ keys: [AdminValue]) -> String {
+        let items: [AdminValue] = keys.map { key in
+            .object([
+                "version": key["version"] ?? .null, "state": .string(state(key)),
+                "created": .string(iso8601(key["created"]?.intValue ?? 0)), "records": key["records"] ?? .int(0),
+            ])
+        }
+        return jsonText(.array(items))
+    }
+
+    static func jsonText(_ value: AdminValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return (try? encoder.encode(value)).flatMap { String(data: $0, encoding: .utf8) } ?? "null"
     }
 
     private static func table(_ keys: [AdminValue]) -> String {
@@ -183,10 +209,11 @@ enum KeysCommand: Command {
     }
 }
 
-/// Shows `{"done":N,"total":M}` progress: a redrawn bar on a terminal, plain lines otherwise.
+/// Shows `{"done":N,"total":M}` progress on standard error (standard output holds only the result): a redrawn bar
+/// on a terminal, plain lines otherwise.
 final class ProgressDisplay: Sendable {
     private let label: String
-    private let terminal = isatty(STDOUT_FILENO) == 1
+    private let terminal = isatty(STDERR_FILENO) == 1
     private let drawn = Locked(false)
 
     init(label: String) { self.label = label }
@@ -200,15 +227,15 @@ final class ProgressDisplay: Sendable {
                 let filled = min(width, done * width / total)
                 let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
                 let line = "\r\(label) [\(bar)] \(min(100, done * 100 / total))% \(done)/\(total)"
-                FileHandle.standardOutput.write(Data(line.utf8))
+                FileHandle.standardError.write(Data(line.utf8))
                 drawn.withLock { $0 = true }
             } else {
-                FileHandle.standardOutput.write(Data("\(label): \(done)/\(total) records\n".utf8))
+                FileHandle.standardError.write(Data("\(label): \(done)/\(total) records\n".utf8))
             }
         }
     }
 
     func finish() {
-        if drawn.withLock({ $0 }) { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        if drawn.withLock({ $0 }) { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

@@ -32,8 +32,7 @@ enum PostgresAdminCommands {
             ])
         }
         handlers.register("keys.rotate-master") { _, _ in
-            try await store.rotateMasterKey()
-            return .object([:])
+            .object(["backup": .string(try await store.rotateMasterKey())])
         }
         handlers.register("keys.retire") { arguments, _ in
             guard let version = arguments["version"]?.intValue, version > 0, version <= Int(UInt32.max) else {

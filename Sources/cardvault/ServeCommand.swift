@@ -126,10 +126,18 @@ enum ServeCommand: Command {
             options.logger = logger
             options.keyRotation = configuration.keys.rotationPolicy
             options.valueUpgrade = StoredRecordFormat.upgrade
-            return .file(
-                try EncryptedFileStore.open(
-                    directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options
-                ))
+            let store = try EncryptedFileStore.open(
+                directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
+            let damaged = store.recovery.corruptedRecords + store.recovery.damage.count
+            if damaged > 0 {
+                logger.warning(
+                    "damaged records in the store: reading them fails; run `cardvault verify` to name them",
+                    [
+                        "damagedRecords": .int(store.recovery.corruptedRecords),
+                        "damagedRegions": .int(store.recovery.damage.count),
+                    ])
+            }
+            return .file(store)
         } catch let error as StoreError {
             throw CommandFailure("cannot open the record store: \(error.message)")
         } catch let error as KeyRingError {

@@ -12,6 +12,11 @@ enum VerifyCommand: Command {
         (collection, id, key version). Prints one line per record that fails, naming it (never
         its content), and any damaged region of the log. Exit status 0 when everything is
         authentic, 1 otherwise. Goes through the daemon's admin socket while it runs.
+
+        Progress goes to standard error, the findings to standard output. A record found damaged stays
+        flagged in the store's index: reading it fails at once (the API answers a JSON error with its Id),
+        the next start-up counts it in its "damaged" figure, and /metrics shows it
+        (cardvault_store_damaged_records) until the record is written again or restored from a backup.
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {

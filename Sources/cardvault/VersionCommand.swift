@@ -1,3 +1,4 @@
+import CardVaultApp
 import HTTPServer
 import VaultCrypto
 
@@ -11,7 +12,7 @@ enum VersionCommand: Command {
         Prints the CardVault version and the OpenSSL and libmicrohttpd versions in use.
         """
 
-    static let version = "0.1.0"
+    static let version = BuildInfo.version
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         try arguments.finish()

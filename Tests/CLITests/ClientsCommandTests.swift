@@ -36,7 +36,7 @@ import Testing
         #expect(!again.stderr.isEmpty)
     }
 
-    @Test(arguments: [["clients"], ["clients", "add"], ["clients", "remove", "x"], ["clients", "list", "extra"]])
+    @Test(arguments: [["clients"], ["clients", "add"], ["clients", "frobnicate", "x"], ["clients", "list", "extra"]])
     func badUsageExits64(arguments: [String]) throws {
         let result = try CLIProcess.run(arguments)
         #expect(result.status == 64)

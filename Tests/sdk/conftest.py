@@ -82,8 +82,39 @@ def daemon():
         instance.stop()
         return
     instance = Daemon()
+    scraper = _MetricsScraper(instance, os.environ.get("CARDVAULT_SCRAPE_DIR"))
     yield instance
+    scraper.stop()
     instance.stop()
+
+
+class _MetricsScraper:
+    """With CARDVAULT_SCRAPE_DIR set: the session daemon's /metrics every half second, one file each (numbered, the
+    scrape's Unix time on the first line), for scripts/render-dashboard (docs/operations.md, "Metrics")."""
+
+    def __init__(self, daemon, directory):
+        import threading
+        self.directory = pathlib.Path(directory) if directory else None
+        self.done = threading.Event()
+        if self.directory:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.thread = threading.Thread(target=self._run, args=(daemon,), daemon=True)
+            self.thread.start()
+
+    def _run(self, daemon):
+        number = 0
+        while not self.done.wait(0.5):
+            try:
+                text = requests.get(daemon.base_url + "/metrics", timeout=5).text
+            except requests.RequestException:
+                continue
+            (self.directory / ("%06d.prom" % number)).write_text("# time %f\n" % time.time() + text)
+            number += 1
+
+    def stop(self):
+        self.done.set()
+        if self.directory:
+            self.thread.join()
 
 
 @pytest.fixture(scope="session")

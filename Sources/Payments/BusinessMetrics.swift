@@ -1,0 +1,287 @@
+import Foundation
+import Synchronization
+import VaultCore
+
+/// The business counters of `/metrics`: tokenizations by result, transactions by status and result code, 3-D
+/// Secure challenges by outcome, risk decisions and the rules that fired, with two histograms (risk scores,
+/// challenge answer times).
+///
+/// Every label value is one of a fixed set this file or the domain defines (result codes, rule names, statuses):
+/// never an identifier, an amount, a card number or anything a client sends. The tokenization counters are
+/// atomics (the hot path takes no lock and allocates nothing to count); the transaction counters, written once or
+/// twice per pay-in next to a store commit, share one lock.
+public final class BusinessMetrics: Sendable {
+    /// How a tokenization request ended.
+    public enum TokenizationResult: Sendable, Equatable {
+        case success
+        /// Refused with a tokenization-server code (`02625` invalid number, `02626` bad expiry ...).
+        case refused(String)
+        case rateLimited
+        /// A browser origin not in `checkoutOrigins`: refused before the card was read.
+        case originRefused
+        /// The form could not be read.
+        case badRequest
+        case unavailable
+        case error
+    }
+
+    /// The tokenization-server codes counted under their own label; others count as `other`.
+    static let tokenizationCodes = ["01902", "02624", "02625", "02626", "02627", "02628", "02631", "09101", "09104"]
+
+    private let tokenizedSuccess = Atomic<UInt64>(0)
+    private let tokenizedRateLimited = Atomic<UInt64>(0)
+    private let tokenizedOriginRefused = Atomic<UInt64>(0)
+    private let tokenizedBadRequest = Atomic<UInt64>(0)
+    private let tokenizedUnavailable = Atomic<UInt64>(0)
+    private let tokenizedError = Atomic<UInt64>(0)
+    private let refused01902 = Atomic<UInt64>(0)
+    private let refused02624 = Atomic<UInt64>(0)
+    private let refused02625 = Atomic<UInt64>(0)
+    private let refused02626 = Atomic<UInt64>(0)
+    private let refused02627 = Atomic<UInt64>(0)
+    private let refused02628 = Atomic<UInt64>(0)
+    private let refused02631 = Atomic<UInt64>(0)
+    private let refused09101 = Atomic<UInt64>(0)
+    private let refused09104 = Atomic<UInt64>(0)
+    private let refusedOther = Atomic<UInt64>(0)
+
+    /// 3-D Secure challenge outcomes.
+    public enum ChallengeOutcome: String, Sendable, CaseIterable {
+        case started, succeeded, failed, cancelled, expired
+    }
+
+    private let challengesStarted = Atomic<UInt64>(0)
+    private let challengesSucceeded = Atomic<UInt64>(0)
+    private let challengesFailed = Atomic<UInt64>(0)
+    private let challengesCancelled = Atomic<UInt64>(0)
+    private let challengesExpired = Atomic<UInt64>(0)
+
+    /// Upper bounds of the risk score histogram (points).
+    public static let riskScoreBounds: [Int] = [0, 10, 20, 40, 60, 80, 100, 120, 150, 200]
+    /// Upper bounds of the challenge answer time histogram (seconds from the transaction's creation).
+    public static let challengeSecondsBounds: [Double] = [1, 5, 10, 30, 60, 120, 300, 600, 1800]
+
+    private struct TransactionKey: Hashable {
+        var kind: String
+        var status: String
+        var resultCode: String
+    }
+
+    private struct Histogram {
+        var buckets: [UInt64]
+        var sum: Double = 0
+        var count: UInt64 = 0
+
+        init(bounds: Int) { buckets = [UInt64](repeating: 0, count: bounds + 1) }
+
+        mutating func observe(bucket: Int, value: Double) {
+            buckets[bucket] += 1
+            sum += value
+            count += 1
+        }
+    }
+
+    private struct Transactions {
+        var byStatus: [TransactionKey: UInt64] = [:]
+        var decisions: [String: UInt64] = [:]
+        var rules: [String: UInt64] = [:]
+        var riskScores = Histogram(bounds: BusinessMetrics.riskScoreBounds.count)
+        var challengeSeconds = Histogram(bounds: BusinessMetrics.challengeSecondsBounds.count)
+    }
+
+    private let transactions = Locked(Transactions())
+
+    public init() {}
+
+    // MARK: Recording
+
+    /// Counts one tokenization request.
+    public func tokenization(_ result: TokenizationResult) {
+        withCounter(result) { $0.add(1, ordering: .relaxed) }
+    }
+
+    private func withCounter(_ result: TokenizationResult, _ body: (borrowing Atomic<UInt64>) -> Void) {
+        switch result {
+        case .success: body(tokenizedSuccess)
+        case .rateLimited: body(tokenizedRateLimited)
+        case .originRefused: body(tokenizedOriginRefused)
+        case .badRequest: body(tokenizedBadRequest)
+        case .unavailable: body(tokenizedUnavailable)
+        case .error: body(tokenizedError)
+        case .refused(let code):
+            switch code {
+            case "01902": body(refused01902)
+            case "02624": body(refused02624)
+            case "02625": body(refused02625)
+            case "02626": body(refused02626)
+            case "02627": body(refused02627)
+            case "02628": body(refused02628)
+            case "02631": body(refused02631)
+            case "09101": body(refused09101)
+            case "09104": body(refused09104)
+            default: body(refusedOther)
+            }
+        }
+    }
+
+    /// How many tokenizations ended with `result` (tests, diagnostics).
+    public func count(_ result: TokenizationResult) -> UInt64 {
+        var value: UInt64 = 0
+        withCounter(result) { value = $0.load(ordering: .relaxed) }
+        return value
+    }
+
+    /// Counts a challenge outcome.
+    public func challenge(_ outcome: ChallengeOutcome) {
+        withCounter(outcome) { $0.add(1, ordering: .relaxed) }
+    }
+
+    private func withCounter(_ outcome: ChallengeOutcome, _ body: (borrowing Atomic<UInt64>) -> Void) {
+        switch outcome {
+        case .started: body(challengesStarted)
+        case .succeeded: body(challengesSucceeded)
+        case .failed: body(challengesFailed)
+        case .cancelled: body(challengesCancelled)
+        case .expired: body(challengesExpired)
+        }
+    }
+
+    /// How many challenges had `outcome` (tests, diagnostics).
+    public func count(_ outcome: ChallengeOutcome) -> UInt64 {
+        var value: UInt64 = 0
+        withCounter(outcome) { value = $0.load(ordering: .relaxed) }
+        return value
+    }
+
+    /// Counts a transaction (pay-in or card validation) entering `status` with `resultCode` (empty while pending).
+    /// `kind` is `payin` or `validation`.
+    public func transaction(kind: String, status: String, resultCode: String) {
+        let key = TransactionKey(kind: kind, status: status, resultCode: resultCode)
+        transactions.withLock { $0.byStatus[key, default: 0] += 1 }
+    }
+
+    /// Counts a risk assessment: its decision, every rule that added points, and its score.
+    public func riskAssessment(decision: String, rules: [String], score: Int) {
+        let bucket = Self.riskScoreBounds.firstIndex { score <= $0 } ?? Self.riskScoreBounds.count
+        transactions.withLock { values in
+            values.decisions[decision, default: 0] += 1
+            for rule in rules { values.rules[rule, default: 0] += 1 }
+            values.riskScores.observe(bucket: bucket, value: Double(score))
+        }
+    }
+
+    /// Observes how long a shopper took to answer a challenge (from the transaction's creation).
+    public func challengeAnswered(afterSeconds seconds: Double) {
+        let value = max(0, seconds)
+        let bucket = Self.challengeSecondsBounds.firstIndex { value <= $0 } ?? Self.challengeSecondsBounds.count
+        transactions.withLock { $0.challengeSeconds.observe(bucket: bucket, value: value) }
+    }
+
+    /// How many transactions of `kind` entered `status` with `resultCode` (tests, diagnostics).
+    public func count(kind: String, status: String, resultCode: String) -> UInt64 {
+        transactions.withLock {
+            $0.byStatus[TransactionKey(kind: kind, status: status, resultCode: resultCode)] ?? 0
+        }
+    }
+
+    // MARK: Exposition
+
+    /// The Prometheus text of every business series.
+    public func prometheusText() -> String {
+        var text = "# HELP cardvault_tokenizations_total Card tokenization requests, by result (and refusal code).\n"
+        text += "# TYPE cardvault_tokenizations_total counter\n"
+        func line(_ labels: String, _ value: UInt64) {
+            text += "cardvault_tokenizations_total{" + labels + "} " + String(value) + "\n"
+        }
+        line(#"result="success""#, tokenizedSuccess.load(ordering: .relaxed))
+        for code in Self.tokenizationCodes {
+            line(#"result="refused",code=""# + code + #"""#, count(.refused(code)))
+        }
+        line(#"result="refused",code="other""#, refusedOther.load(ordering: .relaxed))
+        line(#"result="rate_limited""#, tokenizedRateLimited.load(ordering: .relaxed))
+        line(#"result="origin_refused""#, tokenizedOriginRefused.load(ordering: .relaxed))
+        line(#"result="bad_request""#, tokenizedBadRequest.load(ordering: .relaxed))
+        line(#"result="unavailable""#, tokenizedUnavailable.load(ordering: .relaxed))
+        line(#"result="error""#, tokenizedError.load(ordering: .relaxed))
+
+        text += "# HELP cardvault_3ds_challenges_total 3-D Secure challenges started, and how they ended.\n"
+        text += "# TYPE cardvault_3ds_challenges_total counter\n"
+        for outcome in ChallengeOutcome.allCases {
+            text += #"cardvault_3ds_challenges_total{outcome=""# + outcome.rawValue + #""} "#
+            text += String(count(outcome)) + "\n"
+        }
+
+        let values = transactions.withLock { $0 }
+        text += "# HELP cardvault_transactions_total Pay-ins and card validations entering a status, by result code "
+        text += "(empty while pending).\n"
+        text += "# TYPE cardvault_transactions_total counter\n"
+        let keys = values.byStatus.keys.sorted {
+            ($0.kind, $0.status, $0.resultCode) < ($1.kind, $1.status, $1.resultCode)
+        }
+        for key in keys {
+            text += #"cardvault_transactions_total{kind=""# + key.kind + #"",status=""# + key.status
+            text += #"",result_code=""# + key.resultCode + #""} "# + String(values.byStatus[key]!) + "\n"
+        }
+        text += "# HELP cardvault_risk_decisions_total Risk engine decisions on transactions.\n"
+        text += "# TYPE cardvault_risk_decisions_total counter\n"
+        for decision in ["allow", "challenge", "block"] {
+            text += #"cardvault_risk_decisions_total{decision=""# + decision + #""} "#
+            text += String(values.decisions[decision] ?? 0) + "\n"
+        }
+        text += "# HELP cardvault_risk_rule_hits_total Risk rules that added points to a transaction's score.\n"
+        text += "# TYPE cardvault_risk_rule_hits_total counter\n"
+        for rule in values.rules.keys.sorted() {
+            text += #"cardvault_risk_rule_hits_total{rule=""# + rule + #""} "# + String(values.rules[rule]!) + "\n"
+        }
+        text += histogram(
+            "cardvault_risk_score", help: "Risk scores of assessed transactions (points).", values.riskScores,
+            bounds: Self.riskScoreBounds.map(String.init))
+        text += histogram(
+            "cardvault_3ds_challenge_answer_seconds",
+            help: "Time from a transaction's creation to the shopper's answer on the challenge page.",
+            values.challengeSeconds, bounds: Self.challengeSecondsBounds.map { String(Int($0)) })
+        return text
+    }
+
+    private func histogram(_ name: String, help: String, _ values: Histogram, bounds: [String]) -> String {
+        var text = "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n"
+        var cumulative: UInt64 = 0
+        for (index, bound) in bounds.enumerated() {
+            cumulative += values.buckets[index]
+            text += name + #"_bucket{le=""# + bound + #""} "# + String(cumulative) + "\n"
+        }
+        text += name + #"_bucket{le="+Inf"} "# + String(values.count) + "\n"
+        text += name + "_sum " + String(values.sum) + "\n"
+        text += name + "_count " + String(values.count) + "\n"
+        return text
+    }
+}
+
+extension BusinessMetrics {
+    /// Counts a transaction just written by ``PayInService/create(clientId:request:purpose:)``: its status, its
+    /// risk assessment, and the challenge it started.
+    func created(_ payIn: PayIn, risk: RiskAssessment) {
+        transaction(kind: Self.kind(payIn), status: payIn.status, resultCode: payIn.result?.code ?? "")
+        riskAssessment(decision: risk.decision.rawValue, rules: risk.reasons.map(\.rule), score: risk.score)
+        if payIn.secureModeNeeded, case .awaitingChallenge = payIn.machine.state { challenge(.started) }
+    }
+
+    /// Counts a transition written for `event`: the new status, and how the challenge ended.
+    func transitioned(_ payIn: PayIn, event: PayInStateMachine.Event, now: Int64) {
+        transaction(kind: Self.kind(payIn), status: payIn.status, resultCode: payIn.result?.code ?? "")
+        switch event {
+        case .challengeCompleted(let passed, _):
+            challenge(passed ? .succeeded : .failed)
+            challengeAnswered(afterSeconds: Double(now - payIn.creationDate))
+        case .challengeCancelled:
+            challenge(.cancelled)
+            challengeAnswered(afterSeconds: Double(now - payIn.creationDate))
+        case .expire:
+            challenge(.expired)
+        default:
+            break
+        }
+    }
+
+    private static func kind(_ payIn: PayIn) -> String { payIn.machine.purpose == .payIn ? "payin" : "validation" }
+}
