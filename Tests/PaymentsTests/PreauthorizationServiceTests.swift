@@ -233,16 +233,24 @@ struct PreauthorizationFixture {
         #expect(try await f.payIn.balance() == 900)
     }
 
-    @Test func aHoldSurvivesTheBinaryRecordFormat() throws {
-        var hold = PreauthorizationStateMachine(kind: .preauthorization, authorized: 5000, now: 1_700_000_000)
-        _ = try hold.handle(
-            .capture(payInId: "payin_1", amount: 1200, multiCapture: true, authorized: true, now: 1_700_000_001))
-        _ = try hold.handle(
-            .capture(payInId: "payin_2", amount: 800, multiCapture: true, authorized: true, now: 1_700_000_002))
-        let bytes = try RecordCoding.encode(hold)
-        #expect(try RecordCoding.decode(PreauthorizationStateMachine.self, from: bytes) == hold)
-        let source = CaptureSource(kind: .deposit, id: "deposit_9")
-        #expect(try RecordCoding.decode(CaptureSource.self, from: try RecordCoding.encode(source)) == source)
+    @Test func holdsAndCapturesSurviveTheBinaryRecordFormat() async throws {
+        let f = try await PreauthorizationFixture()
+        let (card, _) = try await f.payIn.card()
+        let held = try await f.create(card, amount: 3000)
+        let capture = try await f.capture(held, amount: 1000, multi: true)
+        let stored = try #require(
+            try await f.store.get(Collections.preauthorizations, id: Identifier.scoped("shop", held.id)))
+        #expect(RecordCoding.isBinary(stored.value))
+        let decoded = try RecordCoding.decode(PayIn.self, from: stored)
+        #expect(decoded.hold?.captures.map(\.payInId) == [capture.id])
+        #expect(decoded.hold?.remaining == 2000 && decoded.hold?.multiCapture == true)
+        #expect(decoded.machine.purpose == .preauthorization && decoded == held.withHold(decoded.hold))
+        let storedCapture = try #require(
+            try await f.store.get(Collections.payIns, id: Identifier.scoped("shop", capture.id)))
+        #expect(RecordCoding.isBinary(storedCapture.value))
+        #expect(
+            try RecordCoding.decode(PayIn.self, from: storedCapture).capturedFrom
+                == CaptureSource(kind: .preauthorization, id: held.id))
     }
 
     /// Randomised runs of preauthorize, capture, cancel, expire and refund: the wallet holds exactly the succeeded
@@ -312,5 +320,14 @@ struct PreauthorizationFixture {
             #expect(hold.remaining == held.debitedFunds.amount - captured)
         }
         _ = seed
+    }
+}
+
+extension PayIn {
+    /// This transaction with another hold (what a capture changes).
+    fileprivate func withHold(_ hold: PreauthorizationStateMachine?) -> PayIn {
+        var copy = self
+        copy.hold = hold
+        return copy
     }
 }
