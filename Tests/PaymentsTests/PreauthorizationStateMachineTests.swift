@@ -39,38 +39,43 @@ import Testing
     }
 
     /// The events, in the column order of ``expected``; amounts relative to what the state has left.
-    static let events: [(String, (Machine) -> Machine.Event)] = [
-        (
-            "capture-multi",
-            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: early) }
-        ),
-        (
-            "capture-single",
-            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: false, authorized: true, now: early) }
-        ),
-        (
-            "capture-above",
-            { m in
-                .capture(payInId: "payin_x", amount: m.remaining + 1, multiCapture: true, authorized: true, now: early)
-            }
-        ),
-        (
-            "capture-zero",
-            { _ in .capture(payInId: "payin_x", amount: 0, multiCapture: true, authorized: true, now: early) }
-        ),
-        (
-            "capture-unauthorized",
-            { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: false, now: early) }
-        ),
-        (
-            "capture-late",
-            { m in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: m.expiresAt) }
-        ),
-        ("cancel", { _ in .cancel(now: early) }),
-        ("cancel-late", { m in .cancel(now: m.expiresAt) }),
-        ("expire-early", { m in .expire(now: m.expiresAt - 1) }),
-        ("expire-late", { m in .expire(now: m.expiresAt) }),
-    ]
+    static var events: [(String, (Machine) -> Machine.Event)] {
+        [
+            (
+                "capture-multi",
+                { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: early) }
+            ),
+            (
+                "capture-single",
+                { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: false, authorized: true, now: early) }
+            ),
+            (
+                "capture-above",
+                { m in
+                    .capture(
+                        payInId: "payin_x", amount: m.remaining + 1, multiCapture: true, authorized: true, now: early)
+                }
+            ),
+            (
+                "capture-zero",
+                { _ in .capture(payInId: "payin_x", amount: 0, multiCapture: true, authorized: true, now: early) }
+            ),
+            (
+                "capture-unauthorized",
+                { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: false, now: early) }
+            ),
+            (
+                "capture-late",
+                { m in
+                    .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: m.expiresAt)
+                }
+            ),
+            ("cancel", { _ in .cancel(now: early) }),
+            ("cancel-late", { m in .cancel(now: m.expiresAt) }),
+            ("expire-early", { m in .expire(now: m.expiresAt - 1) }),
+            ("expire-late", { m in .expire(now: m.expiresAt) }),
+        ]
+    }
 
     static let validatedP = "VALIDATED 2000: persist credit(1000) stop PREAUTHORIZATION_PAYMENT_VALIDATED"
     static let notValidated = "refused notWaiting(VALIDATED)"
