@@ -61,7 +61,7 @@ public struct PayInService: Sendable {
         self.riskEngine = riskEngine
     }
 
-    private var history: PayInRiskHistory {
+    var history: PayInRiskHistory {
         PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
     }
 
@@ -122,6 +122,7 @@ public struct PayInService: Sendable {
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
+        extra += TransactionIndex.writes(for: payIn)
         extra.append(
             .put(
                 collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
@@ -290,13 +291,13 @@ public struct PayInService: Sendable {
         return text.utf8.count <= 45 && inet_pton(AF_INET6, text, &address) == 1
     }
 
-    private func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
+    func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
         guard let reference, Identifier.isWellFormed(reference) else { return nil }
         return try await environment.store.read(
             ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))?.value
     }
 
-    private func cardInfo(_ card: Card) -> CardInfo {
+    func cardInfo(_ card: Card) -> CardInfo {
         CardInfo(
             bin: String(card.alias.prefix(6)), issuingBank: "CARDVAULT SANDBOX BANK",
             issuerCountryCode: environment.configuration.countryTable.country(forBIN: card.alias), type: "DEBIT",
@@ -464,7 +465,7 @@ public struct PayInService: Sendable {
         return expired
     }
 
-    private static func awaitingId(_ payIn: PayIn) -> String {
+    static func awaitingId(_ payIn: PayIn) -> String {
         (payIn.machine.purpose == .payIn ? "p" : "v") + ":" + payIn.clientId + ":" + payIn.id
     }
 
@@ -495,7 +496,8 @@ public struct PayInService: Sendable {
             guard case .transitioned(let actions) = outcome else { return stored }
             payIn = try await apply(
                 actions, to: payIn, previousVersion: version,
-                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)]
+                    + (try await completionWrites(for: payIn)))
             environment.logger.info(
                 "transaction completed",
                 [
@@ -510,7 +512,7 @@ public struct PayInService: Sendable {
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
-    private func apply(
+    func apply(
         _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite]
     )
         async throws -> PayIn

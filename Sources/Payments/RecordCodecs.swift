@@ -212,6 +212,9 @@ extension PayIn: BinaryRecord, BinarySchema {
         .string(23, \.preferredCardNetwork), .string(24, \.paymentCategory), .record(25, \.risk),
         .string(26, \.fingerprint), .string(27, \.deviceId), .int(28, \.creationDate), .int(29, \.executionDate),
         .int(30, \.refunded), .int(31, \.refundedFees),
+        // 40-43: recurring and wallet pay-ins (PayInKind); 32-39 are left to other pay-in kinds.
+        .string(40, \.kind), .string(41, \.recurringRegistrationId), .string(42, \.walletNetwork),
+        .string(43, \.walletTransactionId),
     ]
     public static var binaryBlank: Self {
         PayIn(
