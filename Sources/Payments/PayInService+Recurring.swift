@@ -176,8 +176,9 @@ extension PayInService {
                 throw PaymentsError.invalid("Status", "The Status can only be set to ENDED.")
             }
             let changesSomething =
-                (changes.cardId.map { $0 != registration.cardId } ?? false) || changes.billing != nil
-                || changes.shipping != nil
+                (changes.cardId.map { $0 != registration.cardId } ?? false)
+                || (changes.billing.map { $0 != registration.billing } ?? false)
+                || (changes.shipping.map { $0 != registration.shipping } ?? false)
             if registration.machine.state == .ended {
                 if changesSomething { throw PaymentsError.invalid("Status", "An ENDED registration cannot change.") }
                 return registration

@@ -98,7 +98,16 @@ extension PayInService {
             rules.fail("IpAddress", "The IpAddress must be an IPv4 or IPv6 address.")
         }
         try rules.check()
-        let token = try verifier.verify(request.paymentData!, kind: kind)
+        let key = try environment.fingerprintKeys.fingerprintKey(forClient: clientId)
+        var data = request.paymentData!
+        if kind == .googlePay, data.transactionId == nil, let tokenData = data.tokenData, !tokenData.isEmpty {
+            // Google Pay's newer call sends the token alone: its id is a keyed hash of it (the token is not kept), and
+            // the sandbox takes the preferred network, or Visa's.
+            data.transactionId =
+                "gpay_" + Identifier.hex(HMACSHA256.authenticationCode(for: Array(tokenData.utf8), using: key).prefix(16))
+            data.network = data.network ?? request.details.preferredCardNetwork ?? "VISA"
+        }
+        let token = try verifier.verify(data, kind: kind)
 
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
             throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
@@ -122,7 +131,6 @@ extension PayInService {
         try rules.check()
 
         // The risk history's card key: a keyed hash of the wallet's transaction id under the client's key.
-        let key = try environment.fingerprintKeys.fingerprintKey(forClient: clientId)
         let fingerprint =
             "w" + Identifier.hex(
                 HMACSHA256.authenticationCode(for: Array((kind.rawValue + ":" + token.transactionId).utf8), using: key)
