@@ -191,9 +191,12 @@ struct LifecycleHandlers: Sendable {
         } catch {
             throw PaymentsError.invalid("Query", "The query string is malformed.")
         }
+        // The SDK passes its keyword arguments as they are written (`status=FAILED`, `before_date=...`).
+        func value(_ names: String...) -> String? { names.lazy.compactMap { query[$0] }.first }
         let filter = try TransactionFilter(
-            status: query["Status"], type: query["Type"], nature: query["Nature"], beforeDate: query["BeforeDate"],
-            afterDate: query["AfterDate"])
+            status: value("Status", "status"), type: value("Type", "type"), nature: value("Nature", "nature"),
+            beforeDate: value("BeforeDate", "beforeDate", "before_date"),
+            afterDate: value("AfterDate", "afterDate", "after_date"))
         let payIns = services.payIns
         let found =
             switch owner {
