@@ -49,6 +49,13 @@ extension MerchantServices {
             RecordLifetime(kept: PayInService.byCard, "with its transaction"),
             RecordLifetime(kept: PayInService.refundsByPayIn, "with its refund"),
             RecordLifetime(kept: PayInService.assessments, "with its pay-in"),
+            RecordLifetime(
+                kept: Collections.recurringRegistrations, "until the merchant's data is removed (ENDED ones too)"),
+            RecordLifetime(kept: Collections.transactionsByUser, "with its transaction"),
+            RecordLifetime(kept: Collections.transactionsByWallet, "with its transaction"),
+            .deleted(Collections.cardErasures, "1 year after the erasure (the audit trail of closed users' cards)") {
+                record in try RecordCoding.decode(CardErasure.self, from: record).erasedAt + 365 * 86_400
+            },
             .deleted(
                 PayInService.awaiting,
                 "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"
