@@ -1,3 +1,4 @@
+import CardKit
 import Foundation
 import Testing
 import VaultCore
