@@ -12,6 +12,7 @@ import pytest
 import requests
 
 IP = "2001:0620:0000:0000:0211:24FF:FE80:C12C"
+REGISTERED = []  # every number this file registers, for test_zz_scan (the daemon never shows them)
 
 
 def luhn_valid(number):
@@ -82,6 +83,7 @@ def wallet_of(sdk, user):
 
 
 def register_card(sdk, user, number):
+    REGISTERED.append(number)
     registration = sdk.CardRegistration(user=user, currency="EUR")
     registration.save()
     response = requests.post(
