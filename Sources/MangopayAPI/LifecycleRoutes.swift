@@ -68,7 +68,7 @@ public struct LifecycleRoutes: RouteGroup {
                         }
                     }
                 }
-                router.add(.delete, path) { request in
+                router.delete(path) { request in
                     await api.authorized(request) { clientId in
                         MangopayResponse.json(
                             MangopayWire.user(
