@@ -37,6 +37,7 @@ public struct PaymentMethodMetadataService: Sendable {
         var rules = FieldRules()
         rules.required(type, "Type")
         rules.oneOf(type, ["BIN", "GOOGLE_PAY", "APPLE_PAY"], "Type")
+        if let token, token.utf8.count > 65_536 { rules.fail("Token", "The Token is at most 65536 characters.") }
         try rules.check()
         let digits: String
         if type == "BIN" {
@@ -46,7 +47,9 @@ public struct PaymentMethodMetadataService: Sendable {
             digits = bin
         } else {
             // A wallet token is not opened in the sandbox (see WalletTokenVerifier): its metadata is the Visa test BIN's.
-            guard let token, !token.isEmpty else { throw PaymentsError.invalid("Token", "The Token field is required.") }
+            guard let token, !token.isEmpty, token.utf8.count <= 65_536 else {
+                throw PaymentsError.invalid("Token", "The Token field is required (at most 65536 characters).")
+            }
             digits = "497010"
         }
         let brand = catalog.brand(forDigits: digits)

@@ -78,7 +78,7 @@ public struct TransactionFilter: Sendable, Equatable {
         var rules = FieldRules()
         func values(_ text: String?, _ allowed: [String], _ field: String) -> Set<String>? {
             guard let text else { return nil }
-            let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             for part in parts where !allowed.contains(part) {
                 rules.fail(field, "The \(field) must be one of \(allowed.joined(separator: ", ")).")
             }
@@ -86,8 +86,8 @@ public struct TransactionFilter: Sendable, Equatable {
         }
         func date(_ text: String?, _ field: String) -> Int64? {
             guard let text else { return nil }
-            guard let value = Int64(text), text.utf8.count <= 19 else {
-                rules.fail(field, "The \(field) must be a Unix timestamp in seconds.")
+            guard text.utf8.count <= 11, let value = Int64(text), (0...99_999_999_999).contains(value) else {
+                rules.fail(field, "The \(field) must be a Unix timestamp in seconds (0 to 99999999999).")
                 return nil
             }
             return value
