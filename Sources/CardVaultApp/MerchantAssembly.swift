@@ -63,6 +63,7 @@ public enum MerchantAssembly {
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
             LifecycleRoutes(services: services),
+            PreauthorizationRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }

@@ -142,6 +142,10 @@ public struct PayIn: Sendable, Equatable, Codable {
 
     /// The kind of pay-in, nil for a direct card pay-in or a validation.
     public var payInKind: PayInKind? { kind.flatMap(PayInKind.init(rawValue:)) }
+    /// For a preauthorization or a deposit: the hold on the card (what is left, captures, expiry).
+    public var hold: PreauthorizationStateMachine? = nil
+    /// For a capture: the preauthorization (`PaymentType` PREAUTHORIZED) or deposit it captured.
+    public var capturedFrom: CaptureSource? = nil
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds {

@@ -211,10 +211,10 @@ extension PayIn: BinaryRecord, BinarySchema {
         .record(20, \.shipping), .string(21, \.culture), .string(22, \.profilingAttemptReference),
         .string(23, \.preferredCardNetwork), .string(24, \.paymentCategory), .record(25, \.risk),
         .string(26, \.fingerprint), .string(27, \.deviceId), .int(28, \.creationDate), .int(29, \.executionDate),
-        .int(30, \.refunded), .int(31, \.refundedFees),
-        // 40-43: recurring and wallet pay-ins (PayInKind); 32-39 are left to other pay-in kinds.
-        .string(40, \.kind), .string(41, \.recurringRegistrationId), .string(42, \.walletNetwork),
-        .string(43, \.walletTransactionId),
+        .int(30, \.refunded), .int(31, \.refundedFees), .record(32, \.hold), .record(33, \.capturedFrom),
+        // 34-37: recurring and wallet pay-ins (PayInKind).
+        .string(34, \.kind), .string(35, \.recurringRegistrationId), .string(36, \.walletNetwork),
+        .string(37, \.walletTransactionId),
     ]
     public static var binaryBlank: Self {
         PayIn(
@@ -266,6 +266,7 @@ extension RecordCoding {
         case Collections.cards: Card.self
         case Collections.wallets: Wallet.self
         case PayInService.payIns, PayInService.validations: PayIn.self
+        case PayInService.preauthorizations, PayInService.depositPreauthorizations: PayIn.self
         case PayInService.refunds: Refund.self
         case PayInService.assessments: PayInAssessment.self
         default: nil

@@ -62,14 +62,15 @@ extension MerchantServices {
     /// in the vault, including numbers tokenized for registrations never completed, is deleted (compaction then
     /// removes it from disk), each with a ``CardErasure`` audit record; USER_CLOSED. Closing again changes nothing.
     /// - Throws: ``PaymentsError`` `.notFound` for an unknown user (or one of another type).
-    public func closeUser(clientId: String, id: String, type: PersonType) async throws -> User {
+    /// - Parameter type: the path's person type; nil closes a user of either type.
+    public func closeUser(clientId: String, id: String, type: PersonType? = nil) async throws -> User {
         let store = environment.store
         return try await retryingOnConflict(
             attempts: 5,
             exhausted: PaymentsError(
                 .concurrentChange, "The user or their cards kept changing under this request; nothing was written")
         ) {
-            guard let found = try await users.read(clientId: clientId, id: id), found.value.personType == type
+            guard let found = try await users.read(clientId: clientId, id: id), type == nil || found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }
             var user = found.value
             if user.closedAt != nil { return user }
