@@ -21,7 +21,8 @@ public struct LifecycleRoutes: RouteGroup {
             }
         }
         router.get(base + "/recurringpayinregistrations/:id") { request in
-            await api.authorized(request) { clientId in try await handlers.getRegistration(request, clientId: clientId) }
+            await api.authorized(request) { clientId in try await handlers.getRegistration(request, clientId: clientId)
+            }
         }
         router.put(base + "/recurringpayinregistrations/:id") { request in
             await api.authorized(request) { clientId in
@@ -72,7 +73,8 @@ public struct LifecycleRoutes: RouteGroup {
                     await api.authorized(request) { clientId in
                         MangopayResponse.json(
                             MangopayWire.user(
-                                try await services.closeUser(clientId: clientId, id: request.parameters["id"] ?? "",
+                                try await services.closeUser(
+                                    clientId: clientId, id: request.parameters["id"] ?? "",
                                     type: type)))
                     }
                 }
@@ -200,7 +202,8 @@ struct LifecycleHandlers: Sendable {
         let payIns = services.payIns
         let found =
             switch owner {
-            case .user: try await payIns.transactions(clientId: clientId, userId: id(request), filter: filter, page: page)
+            case .user:
+                try await payIns.transactions(clientId: clientId, userId: id(request), filter: filter, page: page)
             case .wallet:
                 try await payIns.transactions(clientId: clientId, walletId: id(request), filter: filter, page: page)
             }

@@ -13,7 +13,10 @@ extension MangopayWire {
                 "CurrentState",
                 .object([
                     ("PayinsLinked", .int(Int64(registration.machine.payInsLinked))),
-                    ("CumulatedDebitedAmount", funds(Funds(currency: currency, amount: registration.cumulatedDebitedAmount))),
+                    (
+                        "CumulatedDebitedAmount",
+                        funds(Funds(currency: currency, amount: registration.cumulatedDebitedAmount))
+                    ),
                     ("CumulatedFeesAmount", funds(Funds(currency: currency, amount: registration.cumulatedFeesAmount))),
                     ("LastPayinId", .text(registration.lastPayInId)),
                 ])
@@ -75,7 +78,8 @@ extension MangopayWire {
         .object([
             ("Type", .string(metadata.type)), ("Bin", .string(metadata.bin)), ("Token", .null),
             ("TokenFormat", .null), ("IssuerCountryCode", .text(metadata.issuerCountryCode)),
-            ("IssuingBank", .text(metadata.issuingBank)), ("IssuingBankIsSandboxData", .bool(metadata.issuingBankIsSandboxData)),
+            ("IssuingBank", .text(metadata.issuingBank)),
+            ("IssuingBankIsSandboxData", .bool(metadata.issuingBankIsSandboxData)),
             ("CardType", .text(metadata.cardType)),
             (
                 "BinData",

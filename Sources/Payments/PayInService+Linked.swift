@@ -90,14 +90,16 @@ extension PayInService {
                     collection: Self.awaiting, id: Self.awaitingId(payIn),
                     value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
         }
-        extra += try EventLog.writes(.payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
+        extra += try EventLog.writes(
+            .payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
         extra += try await extraWrites(payIn)
         extra += try Self.finalEventWrites(payIn, environment: environment)
         payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
         environment.logger.info(
             "pay-in created",
             [
-                "clientId": .string(clientId), "transactionId": .string(payIn.id), "kind": .string(linked.kind.rawValue),
+                "clientId": .string(clientId), "transactionId": .string(payIn.id),
+                "kind": .string(linked.kind.rawValue),
                 "status": .string(payIn.status), "riskScore": .int(risk.score),
                 "riskDecision": .string(risk.decision.rawValue),
             ])

@@ -49,7 +49,8 @@ extension PayInService {
         if let fees = request.nextTransactionFees {
             Self.requireFunds(fees, "NextTransactionFees", &rules, zero: true)
         }
-        if let cycles = request.freeCycles, cycles < 0 || cycles > Int64(RecurringRegistrationStateMachine.maximumPayIns)
+        if let cycles = request.freeCycles,
+            cycles < 0 || cycles > Int64(RecurringRegistrationStateMachine.maximumPayIns)
         {
             rules.fail("FreeCycles", "The FreeCycles must be between 0 and 99.")
         }
@@ -63,7 +64,8 @@ extension PayInService {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
-            throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
+            throw PaymentsError.invalid(
+                "AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
@@ -143,8 +145,9 @@ extension PayInService {
         public var billing: PartyAddress?
         public var shipping: PartyAddress?
 
-        public init(status: String? = nil, cardId: String? = nil, billing: PartyAddress? = nil, shipping: PartyAddress? = nil)
-        {
+        public init(
+            status: String? = nil, cardId: String? = nil, billing: PartyAddress? = nil, shipping: PartyAddress? = nil
+        ) {
             self.status = status
             self.cardId = cardId
             self.billing = billing
@@ -262,7 +265,9 @@ extension PayInService {
             }
             let (defaultDebited, defaultFees) = registration.defaultFunds()
             let debited = request.debitedFunds ?? defaultDebited
-            let fees = request.fees ?? (request.debitedFunds == nil ? defaultFees : Funds(currency: debited.currency, amount: 0))
+            let fees =
+                request.fees
+                ?? (request.debitedFunds == nil ? defaultFees : Funds(currency: debited.currency, amount: 0))
             if debited.currency != registration.firstTransactionDebitedFunds.currency {
                 rules.fail("DebitedFunds.Currency", "The currency must be the registration's.")
             }
@@ -348,7 +353,8 @@ extension PayInService {
         }
         if Currency(code: funds.currency) == nil {
             rules.fail(
-                field + ".Currency", "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
+                field + ".Currency",
+                "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
         }
         if funds.amount < 0 || (!zero && funds.amount == 0) {
             rules.fail(field + ".Amount", zero ? "The amount cannot be negative." : "The amount must be positive.")

@@ -70,7 +70,8 @@ extension MerchantServices {
             exhausted: PaymentsError(
                 .concurrentChange, "The user or their cards kept changing under this request; nothing was written")
         ) {
-            guard let found = try await users.read(clientId: clientId, id: id), type == nil || found.value.personType == type
+            guard let found = try await users.read(clientId: clientId, id: id),
+                type == nil || found.value.personType == type
             else { throw PaymentsError.notFound("User", id: id) }
             var user = found.value
             if user.closedAt != nil { return user }

@@ -104,13 +104,15 @@ extension PayInService {
             // Google Pay's newer call sends the token alone: its id is a keyed hash of it (the token is not kept), and
             // the sandbox takes the preferred network, or Visa's.
             data.transactionId =
-                "gpay_" + Identifier.hex(HMACSHA256.authenticationCode(for: Array(tokenData.utf8), using: key).prefix(16))
+                "gpay_"
+                + Identifier.hex(HMACSHA256.authenticationCode(for: Array(tokenData.utf8), using: key).prefix(16))
             data.network = data.network ?? request.details.preferredCardNetwork ?? "VISA"
         }
         let token = try verifier.verify(data, kind: kind)
 
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
-            throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
+            throw PaymentsError.invalid(
+                "AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
@@ -132,7 +134,8 @@ extension PayInService {
 
         // The risk history's card key: a keyed hash of the wallet's transaction id under the client's key.
         let fingerprint =
-            "w" + Identifier.hex(
+            "w"
+            + Identifier.hex(
                 HMACSHA256.authenticationCode(for: Array((kind.rawValue + ":" + token.transactionId).utf8), using: key)
                     .prefix(15))
         let rule = sandbox.cards[kind.paymentType + ":" + token.network]

@@ -9,7 +9,9 @@ import VaultStore
 /// Recurring registrations and their CIT/MIT pay-ins, wallet pay-ins, transaction lists, BIN metadata, user
 /// categories and closing, on the in-memory store: money moves exactly, and every change writes its event.
 @Suite struct CardLifecycleServiceTests {
-    func registrationRequest(_ f: PayInFixture, card: Card, first: Int64 = 1200, next: Int64? = 1000)
+    func registrationRequest(
+        _ f: PayInFixture, card: Card, first: Int64 = 1200, next: Int64? = 1000
+    )
         -> RecurringRegistrationRequest
     {
         var request = RecurringRegistrationRequest()
@@ -61,10 +63,14 @@ import VaultStore
         let pending = try await f.payIns.createRecurringPayIn(clientId: "shop", request: cit(registration.id))
         #expect(pending.status == "CREATED" && pending.secureModeNeeded)
         #expect(pending.debitedFunds.amount == 1200)  // the first transaction's funds
-        #expect(try await f.payIns.recurringRegistration(clientId: "shop", id: registration.id).status
-            == "AUTHENTICATION_NEEDED")
+        #expect(
+            try await f.payIns.recurringRegistration(clientId: "shop", id: registration.id).status
+                == "AUTHENTICATION_NEEDED")
         // An MIT before the CIT succeeded is refused.
-        #expect(await PaymentsError.from { try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id)) }?.code == .invalidParameters)
+        #expect(
+            await PaymentsError.from {
+                try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id))
+            }?.code == .invalidParameters)
 
         let url = try #require(f.payIns.challengeURL(for: pending))
         let (done, _) = try await f.payIns.answerChallenge(
@@ -92,13 +98,21 @@ import VaultStore
         let ended = try await f.payIns.updateRecurringRegistration(
             clientId: "shop", id: registration.id, changes: .init(status: "ENDED"))
         #expect(ended.status == "ENDED")
-        #expect(await PaymentsError.from { try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id)) }?.code == .invalidParameters)
-        #expect(await PaymentsError.from { try await f.payIns.updateRecurringRegistration(clientId: "shop", id: registration.id, changes: .init(status: "IN_PROGRESS")) }?.code == .invalidParameters)
+        #expect(
+            await PaymentsError.from {
+                try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id))
+            }?.code == .invalidParameters)
+        #expect(
+            await PaymentsError.from {
+                try await f.payIns.updateRecurringRegistration(
+                    clientId: "shop", id: registration.id, changes: .init(status: "IN_PROGRESS"))
+            }?.code == .invalidParameters)
 
         let all = try await events(f)
-        for type in [EventType.recurringRegistrationCreated, .recurringRegistrationAuthNeeded,
-            .recurringRegistrationInProgress, .recurringRegistrationEnded]
-        {
+        for type in [
+            EventType.recurringRegistrationCreated, .recurringRegistrationAuthNeeded,
+            .recurringRegistrationInProgress, .recurringRegistrationEnded,
+        ] {
             #expect(count(all, type, registration.id) == 1, "\(type)")
         }
         #expect(count(all, .payInNormalCreated, done.id) == 1 && count(all, .payInNormalSucceeded, done.id) == 1)
@@ -117,10 +131,13 @@ import VaultStore
         var generator = SystemRandomNumberGenerator()
         for _ in 1..<RecurringRegistrationStateMachine.maximumPayIns {
             let amount = Int64.random(in: 1...900, using: &generator)
-            payIns.append(try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id, amount: amount)))
+            payIns.append(
+                try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id, amount: amount))
+            )
         }
         let before = try await f.balance()
-        let hundredth = try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id, amount: 50))
+        let hundredth = try await f.payIns.createRecurringPayIn(
+            clientId: "shop", request: mit(registration.id, amount: 50))
         #expect(hundredth.status == "FAILED" && hundredth.result == .dataValidationError)
         #expect(try await f.balance() == before)
         let stored = try await f.payIns.recurringRegistration(clientId: "shop", id: registration.id)
@@ -136,13 +153,17 @@ import VaultStore
         var request = registrationRequest(f, card: card, first: 100, next: 33501)
         request.billing = PartyAddress(address: Address(addressLine2: "01131"))
         let registration = try await f.payIns.createRecurringRegistration(clientId: "shop", request: request)
-        #expect(try await f.payIns.createRecurringPayIn(clientId: "shop", request: cit(registration.id)).status == "SUCCEEDED")
+        #expect(
+            try await f.payIns.createRecurringPayIn(clientId: "shop", request: cit(registration.id)).status
+                == "SUCCEEDED")
         let declined = try await f.payIns.createRecurringPayIn(clientId: "shop", request: mit(registration.id))
         #expect(declined.result == .softDecline)
         let after = try await f.payIns.recurringRegistration(clientId: "shop", id: registration.id)
         #expect(after.status == "AUTHENTICATION_NEEDED" && after.result == .softDecline)
         // A new CIT authenticates again.
-        #expect(try await f.payIns.createRecurringPayIn(clientId: "shop", request: cit(registration.id, amount: 100)).status == "SUCCEEDED")
+        #expect(
+            try await f.payIns.createRecurringPayIn(clientId: "shop", request: cit(registration.id, amount: 100)).status
+                == "SUCCEEDED")
         #expect(try await f.payIns.recurringRegistration(clientId: "shop", id: registration.id).status == "IN_PROGRESS")
     }
 
@@ -155,7 +176,9 @@ import VaultStore
         let payer = try await base.payer()
         let wallet = try await base.services.wallets.create(
             clientId: "shop", owners: [payer.id], description: "w", currency: "EUR", tag: nil)
-        func request(_ network: String, token: String? = "{\"version\":\"EC_v1\",\"data\":\"c2VjcmV0LXRva2Vu\"}")
+        func request(
+            _ network: String, token: String? = "{\"version\":\"EC_v1\",\"data\":\"c2VjcmV0LXRva2Vu\"}"
+        )
             -> WalletPayInRequest
         {
             var request = WalletPayInRequest()
@@ -168,7 +191,8 @@ import VaultStore
         }
         let paid = try await payIns.createWalletPayIn(clientId: "shop", kind: .applePay, request: request("VISA"))
         #expect(paid.status == "SUCCEEDED" && paid.walletNetwork == "VISA" && paid.cardId.isEmpty)
-        let declined = try await payIns.createWalletPayIn(clientId: "shop", kind: .applePay, request: request("MASTERCARD"))
+        let declined = try await payIns.createWalletPayIn(
+            clientId: "shop", kind: .applePay, request: request("MASTERCARD"))
         #expect(declined.result == .doNotHonor)
         #expect(try await base.services.wallets.get(clientId: "shop", id: wallet.id).balance == 198)
         let missing = await PaymentsError.from {
@@ -188,7 +212,8 @@ import VaultStore
         let second = try await f.payIns.create(clientId: "shop", request: f.request(card: card, amount: 700, fees: 0))
         f.base.clock.advance(by: 10)
         let refund = try await f.payIns.refund(clientId: "shop", payInId: first.id, request: RefundRequest())
-        func ids(_ filter: TransactionFilter, newestFirst: Bool = false, wallet: Bool = false) async throws -> [String] {
+        func ids(_ filter: TransactionFilter, newestFirst: Bool = false, wallet: Bool = false) async throws -> [String]
+        {
             let page = PageRequest(page: 1, perPage: 100, newestFirst: newestFirst)
             let found =
                 wallet
@@ -199,12 +224,34 @@ import VaultStore
         #expect(try await ids(TransactionFilter()) == [first.id, second.id, refund.id])
         #expect(try await ids(TransactionFilter(), newestFirst: true) == [refund.id, second.id, first.id])
         #expect(try await ids(TransactionFilter(), wallet: true) == [first.id, second.id, refund.id])
-        #expect(try await ids(try TransactionFilter(status: nil, type: nil, nature: "REFUND", beforeDate: nil, afterDate: nil)) == [refund.id])
-        #expect(try await ids(try TransactionFilter(status: "SUCCEEDED", type: "PAYIN", nature: nil, beforeDate: nil, afterDate: nil)) == [first.id, second.id])
-        #expect(try await ids(try TransactionFilter(status: nil, type: nil, nature: nil, beforeDate: String(second.creationDate), afterDate: nil)) == [first.id])
-        #expect(try await ids(try TransactionFilter(status: nil, type: nil, nature: nil, beforeDate: nil, afterDate: String(first.creationDate))) == [second.id, refund.id])
-        #expect(try await ids(try TransactionFilter(status: "FAILED", type: nil, nature: nil, beforeDate: nil, afterDate: nil)).isEmpty)
-        let bad = await PaymentsError.from { try TransactionFilter(status: "DONE", type: nil, nature: nil, beforeDate: "x", afterDate: nil) }
+        #expect(
+            try await ids(
+                try TransactionFilter(status: nil, type: nil, nature: "REFUND", beforeDate: nil, afterDate: nil)) == [
+                    refund.id
+                ])
+        #expect(
+            try await ids(
+                try TransactionFilter(status: "SUCCEEDED", type: "PAYIN", nature: nil, beforeDate: nil, afterDate: nil))
+                == [first.id, second.id])
+        #expect(
+            try await ids(
+                try TransactionFilter(
+                    status: nil, type: nil, nature: nil, beforeDate: String(second.creationDate), afterDate: nil)) == [
+                    first.id
+                ])
+        #expect(
+            try await ids(
+                try TransactionFilter(
+                    status: nil, type: nil, nature: nil, beforeDate: nil, afterDate: String(first.creationDate))) == [
+                    second.id, refund.id,
+                ])
+        #expect(
+            try await ids(
+                try TransactionFilter(status: "FAILED", type: nil, nature: nil, beforeDate: nil, afterDate: nil)
+            ).isEmpty)
+        let bad = await PaymentsError.from {
+            try TransactionFilter(status: "DONE", type: nil, nature: nil, beforeDate: "x", afterDate: nil)
+        }
         #expect(bad?.fieldErrors.keys.sorted() == ["BeforeDate", "Status"])
         #expect(await PaymentsError.from { try await ids(TransactionFilter(), wallet: true) } == nil)
     }
@@ -238,15 +285,23 @@ import VaultStore
         owner.birthday = 188_352_000
         owner.nationality = "FR"
         owner.countryOfResidence = "FR"
-        let promoted = try await f.services.users.categorize(clientId: "shop", id: user.id, type: .natural, changes: owner)
+        let promoted = try await f.services.users.categorize(
+            clientId: "shop", id: user.id, type: .natural, changes: owner)
         #expect(promoted.userCategory == "OWNER")
         var payer = UserFields()
         payer.userCategory = "PAYER"
-        #expect(try await f.services.users.categorize(clientId: "shop", id: user.id, type: .natural, changes: payer).userCategory == "PAYER")
-        let types = try await f.store.scanAll(Collections.events).map { try RecordCoding.decode(PaymentEvent.self, from: $0).eventType }
+        #expect(
+            try await f.services.users.categorize(clientId: "shop", id: user.id, type: .natural, changes: payer)
+                .userCategory == "PAYER")
+        let types = try await f.store.scanAll(Collections.events).map {
+            try RecordCoding.decode(PaymentEvent.self, from: $0).eventType
+        }
         #expect(types.filter { $0 == .userCategoryUpdatedToOwner }.count == 1)
         #expect(types.filter { $0 == .userCategoryUpdatedToPayer }.count == 1)
-        #expect(await PaymentsError.from { try await f.services.users.categorize(clientId: "shop", id: user.id, type: .legal, changes: payer) }?.code == .notFound)
+        #expect(
+            await PaymentsError.from {
+                try await f.services.users.categorize(clientId: "shop", id: user.id, type: .legal, changes: payer)
+            }?.code == .notFound)
     }
 
     @Test func closingAUserDeactivatesErasesAndAudits() async throws {
@@ -258,10 +313,13 @@ import VaultStore
         for id in [card.id, other.id] {
             #expect(try await f.base.services.cards.get(clientId: "shop", id: id).active == false)
             #expect(try await f.base.store.get(Collections.vault, id: "shop:" + id) == nil)
-            let audit = try #require(try await f.base.store.read(CardErasure.self, Collections.cardErasures, id: "shop:" + id))
+            let audit = try #require(
+                try await f.base.store.read(CardErasure.self, Collections.cardErasures, id: "shop:" + id))
             #expect(audit.value.userId == f.payer.id && audit.value.reason == "user-closed")
         }
-        #expect(await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: f.request(card: card)) }?.fieldErrors["CardId"] != nil)
+        #expect(
+            await PaymentsError.from { try await f.payIns.create(clientId: "shop", request: f.request(card: card)) }?
+                .fieldErrors["CardId"] != nil)
         // Closing again changes nothing.
         _ = try await f.base.services.closeUser(clientId: "shop", id: f.payer.id, type: .natural)
         let all = try await events(f)
@@ -271,6 +329,9 @@ import VaultStore
         for line in f.base.logs.renderedLines {
             #expect(!line.contains(PayInFixture.frictionless) && !line.contains(PayInFixture.challenged))
         }
-        #expect(await PaymentsError.from { try await f.base.services.closeUser(clientId: "shop", id: f.payer.id, type: .legal) }?.code == .notFound)
+        #expect(
+            await PaymentsError.from {
+                try await f.base.services.closeUser(clientId: "shop", id: f.payer.id, type: .legal)
+            }?.code == .notFound)
     }
 }

@@ -45,10 +45,14 @@ import Glibc
 
     func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard needle.count <= haystack.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
     }
 
-    func tokenize(_ services: MerchantServices, _ userId: String, _ number: String, complete: Bool) async throws
+    func tokenize(
+        _ services: MerchantServices, _ userId: String, _ number: String, complete: Bool
+    ) async throws
         -> String
     {
         let registration = try await services.cardRegistrations.create(
@@ -61,7 +65,8 @@ import Glibc
             signals: DeviceSignals(ipAddress: "192.0.2.1"))
         guard case .success(let token, _) = result else { throw PaymentsError(.invalidState, "tokenization failed") }
         guard complete else {
-            return try #require(try await services.cardRegistrations.get(clientId: "shop", id: registration.id).pending?.cardId)
+            return try #require(
+                try await services.cardRegistrations.get(clientId: "shop", id: registration.id).pending?.cardId)
         }
         let done = try await services.cardRegistrations.update(
             clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
@@ -79,7 +84,8 @@ import Glibc
         options.segmentBytes = 64 << 10
         options.automaticCompaction = false
         options.clock = clock
-        let store = try EncryptedFileStore.open(directory: root + "/data", keysDirectory: root + "/keys", options: options)
+        let store = try EncryptedFileStore.open(
+            directory: root + "/data", keysDirectory: root + "/keys", options: options)
         defer { store.close() }
         let environment = PaymentsEnvironment(
             store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: store.fingerprintKeys,
@@ -95,7 +101,9 @@ import Glibc
         let closing = try await user("ada@example.com")
         let staying = try await user("grace@example.com")
         var closingCards: [String] = []
-        for number in Self.numbers { closingCards.append(try await tokenize(services, closing.id, number, complete: true)) }
+        for number in Self.numbers {
+            closingCards.append(try await tokenize(services, closing.id, number, complete: true))
+        }
         closingCards.append(try await tokenize(services, closing.id, Self.pendingNumber, complete: false))
         let stayingCard = try await tokenize(services, staying.id, Self.otherUsersNumber, complete: true)
 
@@ -123,11 +131,14 @@ import Glibc
         #expect(compaction.segmentsRemoved > 0)
         for cardId in closingCards { #expect(try vaultPuts(cardId) == 0, "vault frame of \(cardId) left") }
         #expect(try vaultPuts(stayingCard) == 1)  // the scan sees vault frames that are still live
-        #expect(try await services.cards.vaultedNumber(clientId: "shop", cardId: stayingCard).0.alias == "497010XXXXXX1119")
+        #expect(
+            try await services.cards.vaultedNumber(clientId: "shop", cardId: stayingCard).0.alias == "497010XXXXXX1119")
 
         for number in Self.numbers + [Self.pendingNumber] {
             let digits = Array(number.utf8)
-            let bcd = stride(from: 0, to: digits.count, by: 2).map { ((digits[$0] - 0x30) << 4) | (digits[$0 + 1] - 0x30) }
+            let bcd = stride(from: 0, to: digits.count, by: 2).map {
+                ((digits[$0] - 0x30) << 4) | (digits[$0 + 1] - 0x30)
+            }
             for (name, bytes) in files(under: root + "/data") {
                 #expect(!contains(bytes, digits), "card number digits in \(name)")
                 #expect(!contains(bytes, bcd), "card number BCD in \(name)")
