@@ -66,6 +66,7 @@ public enum MerchantAssembly {
                 services: services, checkoutOrigins: configuration.checkoutOrigins,
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
+            LifecycleRoutes(services: services),
             PreauthorizationRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])

@@ -302,7 +302,7 @@ extension MangopayFields {
     }
 
     /// A name and an address (`Billing`, `Shipping`).
-    private mutating func party(_ key: String) -> PartyAddress? {
+    mutating func party(_ key: String) -> PartyAddress? {
         object(key) { party in
             PartyAddress(
                 firstName: party.string("FirstName"), lastName: party.string("LastName"),

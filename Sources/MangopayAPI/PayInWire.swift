@@ -56,6 +56,10 @@ extension MangopayWire {
     }
 
     static func payIn(_ payIn: PayIn, redirectURL: String?) -> MangopayJSON {
+        adjusted(payIn, directPayIn(payIn, redirectURL: redirectURL))
+    }
+
+    private static func directPayIn(_ payIn: PayIn, redirectURL: String?) -> MangopayJSON {
         .object(
             transactionMembers(payIn, redirectURL: redirectURL) + [
                 ("CreditedUserId", .text(payIn.creditedUserId)), ("DebitedFunds", funds(payIn.debitedFunds)),

@@ -49,9 +49,12 @@ public struct CardService: Sendable {
             }
             card.active = false
             try await mapStoreErrors {
-                try await environment.store.put(
-                    Collections.cards, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(card),
-                    condition: .version(version))
+                try await environment.store.commit(
+                    [
+                        .put(
+                            collection: Collections.cards, id: Identifier.scoped(clientId, id),
+                            value: try RecordCoding.encode(card), condition: .version(version))
+                    ] + EventLog.writes(.cardDeactivated, resourceId: id, clientId: clientId, environment: environment))
             }
             securityCodes.discard(clientId: clientId, cardId: id)
             environment.logger.info("card deactivated", ["clientId": .string(clientId), "cardId": .string(id)])

@@ -70,6 +70,13 @@ extension MerchantServices {
                 // Normally ended by the hold's capture, cancellation or expiry; an entry a day past its date is dropped.
                 Int64(String(decoding: record.value, as: UTF8.self)).map { $0 + 86_400 }
             },
+            RecordLifetime(
+                kept: Collections.recurringRegistrations, "until the merchant's data is removed (ENDED ones too)"),
+            RecordLifetime(kept: Collections.transactionsByUser, "with its transaction"),
+            RecordLifetime(kept: Collections.transactionsByWallet, "with its transaction"),
+            .deleted(Collections.cardErasures, "1 year after the erasure (the audit trail of closed users' cards)") {
+                record in try RecordCoding.decode(CardErasure.self, from: record).erasedAt + 365 * 86_400
+            },
             .deleted(
                 PayInService.awaiting,
                 "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"

@@ -131,6 +131,17 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var refunded: Int64
     /// Fees given back so far (the sum of the refunds' negative `Fees`, as a positive number); nil before any.
     public var refundedFees: Int64?
+    /// What kind of pay-in beyond a direct card pay-in (``PayInKind``'s raw value); nil for a direct card pay-in or
+    /// a validation.
+    public var kind: String? = nil
+    /// The recurring registration a recurring pay-in (CIT or MIT) belongs to.
+    public var recurringRegistrationId: String? = nil
+    /// The wallet token's network and transaction id (Apple Pay, Google Pay); never the token itself.
+    public var walletNetwork: String? = nil
+    public var walletTransactionId: String? = nil
+
+    /// The kind of pay-in, nil for a direct card pay-in or a validation.
+    public var payInKind: PayInKind? { kind.flatMap(PayInKind.init(rawValue:)) }
     /// For a preauthorization or a deposit: the hold on the card (what is left, captures, expiry).
     public var hold: PreauthorizationStateMachine? = nil
     /// For a capture: the preauthorization (`PaymentType` PREAUTHORIZED) or deposit it captured.

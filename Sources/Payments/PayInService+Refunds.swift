@@ -96,6 +96,7 @@ extension PayInService {
                     collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
                     value: [], condition: .unconditional),
             ]
+            writes += TransactionIndex.writes(for: refund, ownerId: wallet.ownerId)
             if result == .success {
                 var refundedPayIn = payIn
                 refundedPayIn.refunded = try Self.checked(

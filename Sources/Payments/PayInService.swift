@@ -63,7 +63,7 @@ public struct PayInService: Sendable {
         self.riskEngine = riskEngine
     }
 
-    private var history: PayInRiskHistory {
+    var history: PayInRiskHistory {
         PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
     }
 
@@ -132,6 +132,7 @@ public struct PayInService: Sendable {
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
+        extra += TransactionIndex.writes(for: payIn)
         extra += try holdCreationWrites(payIn)
         extra.append(
             .put(
@@ -306,13 +307,13 @@ public struct PayInService: Sendable {
         return text.utf8.count <= 45 && inet_pton(AF_INET6, text, &address) == 1
     }
 
-    private func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
+    func profilingAttempt(clientId: String, reference: String?) async throws -> ProfilingAttempt? {
         guard let reference, Identifier.isWellFormed(reference) else { return nil }
         return try await environment.store.read(
             ProfilingAttempt.self, Collections.profilingAttempts, id: Identifier.scoped(clientId, reference))?.value
     }
 
-    private func cardInfo(_ card: Card) -> CardInfo {
+    func cardInfo(_ card: Card) -> CardInfo {
         CardInfo(
             bin: String(card.alias.prefix(6)), issuingBank: "CARDVAULT SANDBOX BANK",
             issuerCountryCode: environment.configuration.countryTable.country(forBIN: card.alias), type: "DEBIT",
@@ -476,7 +477,7 @@ public struct PayInService: Sendable {
         return expired
     }
 
-    private static func awaitingId(_ payIn: PayIn) -> String {
+    static func awaitingId(_ payIn: PayIn) -> String {
         Self.kind(payIn.machine.purpose) + ":" + payIn.clientId + ":" + payIn.id
     }
 
@@ -507,7 +508,8 @@ public struct PayInService: Sendable {
             guard case .transitioned(let actions) = outcome else { return stored }
             payIn = try await apply(
                 actions, to: payIn, previousVersion: version,
-                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)])
+                extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)]
+                    + (try await completionWrites(for: payIn)))
             environment.metrics.transitioned(payIn, event: event, now: environment.nowSeconds)
             environment.logger.info(
                 "transaction completed",

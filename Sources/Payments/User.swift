@@ -115,11 +115,13 @@ public struct User: Sendable, Equatable, Codable {
     public var creationDate: Int64
     public var termsAndConditionsAcceptedDate: Int64?
     public var fields: UserFields
+    /// When the user was closed (Unix seconds): their cards are deactivated and their card numbers erased.
+    public var closedAt: Int64? = nil
 
     /// `LIGHT` until KYC documents exist (they do not, in CardVault).
     public var kycLevel: String { "LIGHT" }
     /// SCA enrolment is not simulated: every user is active.
-    public var userStatus: String { "ACTIVE" }
+    public var userStatus: String { closedAt == nil ? "ACTIVE" : "CLOSED" }
     /// `PAYER` unless set.
     public var userCategory: String { fields.userCategory ?? "PAYER" }
 }

@@ -36,6 +36,15 @@ public enum Collections {
     public static let riskFailures = "risk-failures"
     public static let riskSuccesses = "risk-successes"
 
+    // MARK: Card lifecycle: recurring registrations, transaction lists, erasure audit (Payments)
+    public static let recurringRegistrations = "recurring-registrations"
+    /// Index of the transactions (pay-ins, refunds) a user is party to: `clientId:userId:transactionId`.
+    public static let transactionsByUser = "transactions-by-user"
+    /// Index of the transactions that credit or debit a wallet: `clientId:walletId:transactionId`.
+    public static let transactionsByWallet = "transactions-by-wallet"
+    /// One audit record per vaulted card number erased when its user was closed (never the number).
+    public static let cardErasures = "card-erasures"
+
     // MARK: Events and their delivery (Payments writes them; the hook engine consumes the outbox)
     /// One record per change of a resource (`GET /events`).
     public static let events = "events"
@@ -62,6 +71,7 @@ public enum Collections {
         challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
         checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
+        recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
         preauthorizations, depositPreauthorizations, holdsExpiring,
     ]
 }
