@@ -3,6 +3,7 @@ public import Forward
 import Foundation
 public import HTTPServer
 import MangopayAPI
+import MasterpassAPI
 public import Payments
 public import VaultCore
 public import VaultCrypto
@@ -62,6 +63,8 @@ public enum MerchantAssembly {
                 services: services, checkoutOrigins: configuration.checkoutOrigins,
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
+            WebPayInRoutes(services: services),
+            WebPayInPageRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }

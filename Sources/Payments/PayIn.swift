@@ -79,6 +79,8 @@ public struct PayInRequest: Sendable, Equatable {
     public var profilingAttemptReference: String?
     public var preferredCardNetwork: String?
     public var paymentCategory: String?
+    /// What the ACS page shows when the caller knows better than the request (see ``ChallengeDisplay``).
+    public var challengeDisplay: ChallengeDisplay?
 
     public init() {}
 }
@@ -131,6 +133,8 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var refunded: Int64
     /// Fees given back so far (the sum of the refunds' negative `Fees`, as a positive number); nil before any.
     public var refundedFees: Int64?
+    /// What the ACS page shows (amount, merchant, language) when the flow that started it said more.
+    public var challengeDisplay: ChallengeDisplay? = nil
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds {

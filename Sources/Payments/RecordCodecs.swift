@@ -211,7 +211,7 @@ extension PayIn: BinaryRecord, BinarySchema {
         .record(20, \.shipping), .string(21, \.culture), .string(22, \.profilingAttemptReference),
         .string(23, \.preferredCardNetwork), .string(24, \.paymentCategory), .record(25, \.risk),
         .string(26, \.fingerprint), .string(27, \.deviceId), .int(28, \.creationDate), .int(29, \.executionDate),
-        .int(30, \.refunded), .int(31, \.refundedFees),
+        .int(30, \.refunded), .int(31, \.refundedFees), .record(40, \.challengeDisplay),
     ]
     public static var binaryBlank: Self {
         PayIn(

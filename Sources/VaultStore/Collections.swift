@@ -50,12 +50,15 @@ public enum Collections {
     // MARK: The checkout's shoppers in the merchant API (CardVaultApp's card-vault adapter)
     public static let checkoutShoppers = "checkout-shoppers"
 
+    // MARK: Web card pay-ins (hosted payment page)
+    public static let webPayIns = "web-payins"
+
     /// Every name above, for listings and the uniqueness test.
     public static let all: [String] = [
         clients, bearerTokens, users, wallets, walletsByUser, registrations, cards, cardsByUser, cardsByFingerprint,
         vault, profilingAttempts, idempotency, payIns, validations, refunds, transactionsByCard, refundsByPayIn,
         challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
-        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
+        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox, webPayIns,
     ]
 }
