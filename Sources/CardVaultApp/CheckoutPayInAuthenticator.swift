@@ -1,3 +1,4 @@
+import CardKit
 public import Checkout
 import Foundation
 public import Payments

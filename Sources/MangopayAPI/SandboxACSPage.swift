@@ -156,7 +156,8 @@ struct SandboxACSPage: Sendable {
     }
 
     static func messageHTML(title: String, text: String) -> String {
-        document(title: title, body: "<h1>\(HTMLText.escape(title))</h1><p>\(HTMLText.escape(text))</p>", language: "en")
+        document(
+            title: title, body: "<h1>\(HTMLText.escape(title))</h1><p>\(HTMLText.escape(text))</p>", language: "en")
     }
 
     private static func document(title: String, body: String, language: String) -> String {

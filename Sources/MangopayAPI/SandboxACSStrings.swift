@@ -1,4 +1,5 @@
 import CardKit
+import Foundation
 import Payments
 
 /// The texts of the sandbox ACS page in English and French. The language is the one the flow that reached the page
@@ -29,13 +30,17 @@ struct SandboxACSStrings: Sendable {
     var cardLabel: String { pick("Card", "Carte") }
     var merchantLabel: String { pick("Merchant", "Marchand") }
     var referenceLabel: String { pick("Reference", "Référence") }
-    var noAmount: String { pick("No amount is charged (card check)", "Aucun montant débité (vérification de la carte)") }
+    var noAmount: String {
+        pick("No amount is charged (card check)", "Aucun montant débité (vérification de la carte)")
+    }
     var codeLabel: String { pick("One-time code", "Code à usage unique") }
     var submit: String { pick("Confirm", "Confirmer") }
     var cancel: String { pick("Cancel", "Annuler") }
     var returnToMerchant: String { pick("Return to the merchant", "Revenir chez le marchand") }
     var genericMerchant: String { pick("CardVault sandbox merchant", "Marchand de test CardVault") }
-    var sandboxNotice: String { pick("Sandbox bank: no real card is charged.", "Banque de test : aucune vraie carte n'est débitée.") }
+    var sandboxNotice: String {
+        pick("Sandbox bank: no real card is charged.", "Banque de test : aucune vraie carte n'est débitée.")
+    }
 
     func codeHint(_ code: String) -> String {
         pick(

@@ -6,11 +6,14 @@ enum CheckoutBrandLogos {
     /// The mark of `brand` as an `<svg>` element labelled with its name.
     static func svg(_ brand: CardBrand) -> String {
         let label = HTMLTextEscaping.escape(brand.displayName)
-        return "<svg class=\"logo\" viewBox=\"0 0 40 26\" width=\"32\" height=\"21\" role=\"img\" aria-label=\"\(label)\" "
+        return
+            "<svg class=\"logo\" viewBox=\"0 0 40 26\" width=\"32\" height=\"21\" role=\"img\" aria-label=\"\(label)\" "
             + "focusable=\"false\" xmlns=\"http://www.w3.org/2000/svg\">" + drawing(brand) + "</svg>"
     }
 
-    private static func text(_ letters: String, x: Int = 20, y: Int = 17, size: Int = 10, fill: String, italic: Bool = false)
+    private static func text(
+        _ letters: String, x: Int = 20, y: Int = 17, size: Int = 10, fill: String, italic: Bool = false
+    )
         -> String
     {
         "<text x=\"\(x)\" y=\"\(y)\" text-anchor=\"middle\" font-family=\"Arial, Helvetica, sans-serif\" "
@@ -38,7 +41,8 @@ enum CheckoutBrandLogos {
             return card("#ffffff") + "<circle cx=\"31\" cy=\"13\" r=\"5\" fill=\"#f47216\"/>"
                 + text("DISC", x: 15, y: 16, size: 8, fill: "#1b1b1f")
         case .diners:
-            return card("#ffffff") + "<circle cx=\"20\" cy=\"13\" r=\"8\" fill=\"none\" stroke=\"#0a5aa6\" stroke-width=\"2.5\"/>"
+            return card("#ffffff")
+                + "<circle cx=\"20\" cy=\"13\" r=\"8\" fill=\"none\" stroke=\"#0a5aa6\" stroke-width=\"2.5\"/>"
                 + "<path d=\"M20 6v14\" stroke=\"#0a5aa6\" stroke-width=\"2\"/>"
         case .jcb:
             return card("#ffffff") + "<rect x=\"7\" y=\"5\" width=\"8\" height=\"16\" rx=\"2\" fill=\"#0b4ea2\"/>"
@@ -48,7 +52,8 @@ enum CheckoutBrandLogos {
             return card("#ffffff") + "<path d=\"M9 4h9l-4 18H5z\" fill=\"#d71920\"/>"
                 + "<path d=\"M17 4h9l-4 18h-9z\" fill=\"#0b4ea2\"/><path d=\"M25 4h9l-4 18h-9z\" fill=\"#0a8a3a\"/>"
         default:
-            return card("#f3f4f8") + text(String(brand.displayName.uppercased().prefix(5)), y: 16, size: 8, fill: "#1b1b1f")
+            return card("#f3f4f8")
+                + text(String(brand.displayName.uppercased().prefix(5)), y: 16, size: 8, fill: "#1b1b1f")
         }
     }
 }

@@ -1,6 +1,6 @@
-import Foundation
 import CardKit
 import Checkout
+import Foundation
 import HTTPServer
 
 /// What the shopper typed, to show again after an error. Never the security code; the card number only when valid.
@@ -140,7 +140,8 @@ enum CheckoutPage {
     static func errorSummary(_ lines: [(String, String)], text: CheckoutStrings) -> String {
         guard !lines.isEmpty else { return "" }
         var html = "<div class=\"summary\" role=\"alert\" tabindex=\"-1\" id=\"error-summary\" autofocus "
-        html += "aria-labelledby=\"error-summary-title\"><h2 id=\"error-summary-title\">\(e(text[.errorSummary]))</h2><ul>"
+        html +=
+            "aria-labelledby=\"error-summary-title\"><h2 id=\"error-summary-title\">\(e(text[.errorSummary]))</h2><ul>"
         for (field, message) in lines {
             html += field.isEmpty ? "<li>\(e(message))</li>" : "<li><a href=\"#\(e(field))\">\(e(message))</a></li>"
         }
@@ -326,7 +327,9 @@ enum CheckoutPage {
         let names = CheckoutCountries.all
             .filter { allowed?.contains($0.code) ?? true }
             .map { (code: $0.code, name: text.locale == .frFR ? $0.french : $0.english) }
-            .sorted { $0.name.compare($1.name, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedAscending }
+            .sorted {
+                $0.name.compare($1.name, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedAscending
+            }
         for country in names {
             html += "<option value=\"\(e(country.code))\"\(country.code == chosen ? " selected" : "")>"
             html += "\(e(country.name))</option>"

@@ -279,9 +279,11 @@ struct CheckoutPageHandlers: Sendable {
     /// the log under the request id the page shows.
     func refused(_ error: CheckoutError, _ request: Request, locale: CheckoutLocale, _ status: HTTPStatus) -> Response {
         var detail: [String: LogValue] = ["code": .string(error.code.rawValue)]
-        let fields = error.fieldErrors.isEmpty ? [CheckoutFieldError(field: "", message: error.message)] : error.fieldErrors
-        detail["fields"] = .string(fields.map { $0.field.isEmpty ? $0.message : $0.field + ": " + $0.message }
-            .joined(separator: "; "))
+        let fields =
+            error.fieldErrors.isEmpty ? [CheckoutFieldError(field: "", message: error.message)] : error.fieldErrors
+        detail["fields"] = .string(
+            fields.map { $0.field.isEmpty ? $0.message : $0.field + ": " + $0.message }
+                .joined(separator: "; "))
         request.logger.info("checkout refused", detail)
         return html(CheckoutPage.error(locale: locale, reference: request.requestID), status)
     }

@@ -104,10 +104,12 @@ struct WebPayInPageHandlers: Sendable {
         let secret = query?["s"] ?? ""
         do {
             if query?["cancel"] == "1" {
-                return render(try await webPayIns.cancel(clientId: clientId, id: id, secret: secret), values: .init(),
+                return render(
+                    try await webPayIns.cancel(clientId: clientId, id: id, secret: secret), values: .init(),
                     secret: secret)
             }
-            return render(try await webPayIns.resume(clientId: clientId, id: id, secret: secret), values: .init(),
+            return render(
+                try await webPayIns.resume(clientId: clientId, id: id, secret: secret), values: .init(),
                 secret: secret)
         } catch {
             return failed(error, request)

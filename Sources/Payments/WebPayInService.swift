@@ -89,7 +89,8 @@ public struct WebPayInService: Sendable {
                 collection: Self.collection, id: Identifier.scoped(clientId, payIn.id),
                 value: try RecordCoding.encode(payIn), condition: .absent)
         ]
-        writes += try EventLog.writes(.payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
+        writes += try EventLog.writes(
+            .payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
         try await commit(writes)
         environment.logger.info(
             "web pay-in created", ["clientId": .string(clientId), "transactionId": .string(payIn.id)])
@@ -212,7 +213,8 @@ public struct WebPayInService: Sendable {
             }
             return .form(try await view(payIn), errors: errors)
         case .rateLimited:
-            return .form(try await view(payIn), errors: [("cardNumber", "too many attempts; wait a minute and try again")])
+            return .form(
+                try await view(payIn), errors: [("cardNumber", "too many attempts; wait a minute and try again")])
         }
         let completed = try await services.cardRegistrations.update(
             clientId: clientId, id: registration.id, registrationData: "data=" + token,

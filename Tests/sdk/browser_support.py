@@ -3,6 +3,7 @@ that receives callbacks and return URLs, layout measurements and axe-core (vendo
 test dependency, injected through WebDriver so the pages' CSP does not apply to it)."""
 import http.server
 import importlib.util
+import os
 import pathlib
 import shutil
 import threading
@@ -89,6 +90,9 @@ def describe(violations):
 
 
 def screenshot(driver, name, full_page=False):
+    """Writes docs/screenshots/<name>.png when CARDVAULT_SCREENSHOTS=1 (the docs' images come from test runs)."""
+    if not os.environ.get("CARDVAULT_SCREENSHOTS"):
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     if full_page:
         width = driver.execute_script("return window.innerWidth")

@@ -2,7 +2,7 @@
 and the 3-D Secure (ACS) page it leads to. No horizontal scroll, the Pay button in view without scrolling on a
 desktop and a phone, axe-core without serious or critical violations, inline card checks, a keyboard-only
 checkout, errors kept and focused, the shopper-safe error page, and the ACS page showing the checkout's amount,
-merchant and language. Screenshots go to docs/screenshots/ (refreshed on every run of this file)."""
+merchant and language. Screenshots go to docs/screenshots/ when CARDVAULT_SCREENSHOTS=1."""
 import base64
 import json
 import re
