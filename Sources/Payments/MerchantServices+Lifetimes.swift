@@ -14,6 +14,12 @@ extension MerchantServices {
         let riskWindow = Int64(payIns.riskEngine.policy.windowSeconds)
         let historyRetention = Int64(configuration.riskHistoryRetention)
         let eventRetention = Int64(configuration.eventRetention)
+        // Records written before secret and personal ids were keyed move to their keyed ids (see KeyedRecordIds).
+        let recordIds = try? environment.recordIds
+        let rekeyScoped: @Sendable (String) -> String? = { recordIds?.rekeyedScopedId($0) }
+        let rekeyRisk: @Sendable (String) -> String? = { id in
+            recordIds.flatMap { PayInRiskHistory.rekeyedId(id, recordIds: $0) }
+        }
         return [
             RecordLifetime(kept: Collections.clients, "until the operator removes the client"),
             .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)") { record in
@@ -21,7 +27,7 @@ extension MerchantServices {
             },
             .deleted(Collections.idempotency, "24 hours after the first request (idempotencyRetention)") { record in
                 try RecordCoding.decode(IdempotencyLedger.Entry.self, from: record).createdAt + idempotencyRetention
-            },
+            }.movingClearIds(rekeyScoped),
             RecordLifetime(
                 Collections.registrations,
                 "not VALIDATED: 24 hours after creation (registrationLifetime); a tokenized card number goes at the "
@@ -60,10 +66,10 @@ extension MerchantServices {
             },
             .deleted(PayInRiskHistory.attempts, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
                 record in Self.riskStamp(record.id).map { $0 + riskWindow }
-            },
+            }.movingClearIds(rekeyRisk),
             .deleted(PayInRiskHistory.failures, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
                 record in Self.riskStamp(record.id).map { $0 + riskWindow }
-            },
+            }.movingClearIds(rekeyRisk),
             .deleted(Collections.events, "400 days after the change it reports (eventRetention)") { record in
                 try RecordCoding.decode(PaymentEvent.self, from: record).date + eventRetention
             },
@@ -72,7 +78,7 @@ extension MerchantServices {
                 "until the hook delivery engine has taken the event (delivered or given up)"),
             .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
                 record in Self.riskStamp(record.id).map { $0 + historyRetention }
-            },
+            }.movingClearIds(rekeyRisk),
         ]
     }
 

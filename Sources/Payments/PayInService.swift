@@ -93,7 +93,9 @@ public struct PayInService: Sendable {
         let deviceId = try PayInRiskHistory.deviceId(
             of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
         let keys = PayInRiskHistory.Keys(
-            fingerprint: checked.card.fingerprint, userId: checked.card.userId, ipAddress: ipAddress, deviceId: deviceId
+            fingerprint: checked.card.fingerprint, userId: checked.card.userId,
+            ipAddress: try PayInRiskHistory.ipKey(ipAddress, clientId: clientId, environment: environment),
+            deviceId: deviceId
         )
         var signals = try await history.signals(
             clientId: clientId, keys: keys, amount: checked.debited.amount, currency: checked.debited.currency, now: now
@@ -528,7 +530,9 @@ public struct PayInService: Sendable {
         let now = environment.nowSeconds
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
         let keys = PayInRiskHistory.Keys(
-            fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId
+            fingerprint: payIn.fingerprint, userId: payIn.authorId,
+            ipAddress: try PayInRiskHistory.ipKey(payIn.ipAddress, clientId: payIn.clientId, environment: environment),
+            deviceId: payIn.deviceId
         )
         // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
