@@ -1,3 +1,4 @@
+import Foundation
 public import HTTPServer
 public import Payments
 
@@ -71,11 +72,27 @@ extension MangopayWire {
         ])
     }
 
+    /// The last second (UTC) of a card's `MMYY` expiry month, as Unix seconds: the SDK reads `ExpirationDate` as a
+    /// date.
+    static func cardExpiry(_ mmyy: String) -> Int64? {
+        guard mmyy.utf8.count == 4, let month = Int(mmyy.prefix(2)), let year = Int(mmyy.suffix(2)),
+            (1...12).contains(month)
+        else { return nil }
+        var components = DateComponents()
+        components.calendar = Calendar(identifier: .gregorian)
+        components.timeZone = TimeZone(identifier: "UTC")
+        components.year = 2000 + year + (month == 12 ? 1 : 0)
+        components.month = month == 12 ? 1 : month + 1
+        components.day = 1
+        guard let next = components.date else { return nil }
+        return Int64(next.timeIntervalSince1970) - 1
+    }
+
     /// `GET /payins/card/web/{id}/extended`: the card the page took (null members before the shopper paid).
     static func extendedWebPayIn(_ payIn: WebPayIn, card: Card?) -> MangopayJSON {
         .object([
             ("Id", .string(payIn.id)), ("PaymentType", .string("CARD")), ("ExecutionType", .string("WEB")),
-            ("ExpirationDate", .text(card?.expirationDate)), ("Alias", .text(card?.alias)),
+            ("ExpirationDate", .integer(card.flatMap { cardExpiry($0.expirationDate) })), ("Alias", .text(card?.alias)),
             ("CardType", .text(card?.cardType)), ("CardProvider", .text(card?.cardProvider)),
             ("Country", .text(card?.country)), ("Fingerprint", .text(card?.fingerprint)),
             ("CardId", .text(card?.id)),

@@ -117,11 +117,11 @@ enum CheckoutAssets {
             if (brand && page.allowed.indexOf(brand) < 0) {
               return page.text.brandNotAccepted.replace("{brand}", table.names[brand]);
             }
-            var lengths = (brand && table.lengths[brand]) || [16];
+            // Judged at every complete length of the brand (a wrong check digit shows at once), and when left.
+            var lengths = (brand && table.lengths[brand]) || [12, 13, 14, 15, 16, 17, 18, 19];
             var longest = Math.max.apply(null, lengths);
-            if (digits.length >= longest || (final && lengths.indexOf(digits.length) >= 0)) {
-              return luhn(digits) && (!brand || lengths.indexOf(digits.length) >= 0) ? "" : page.text.numberInvalid;
-            }
+            if (lengths.indexOf(digits.length) >= 0) { return luhn(digits) ? "" : page.text.numberInvalid; }
+            if (digits.length > longest || (final && digits.length >= 12)) { return page.text.numberInvalid; }
             return final ? page.text.numberIncomplete : "";
           }
           function expiryProblem(final) {

@@ -153,7 +153,7 @@ def test_web_payin_bad_requests_are_refused(sdk, merchant):
                          card_type="CB_VISA_MASTERCARD", culture="FRA").save()
     errors = refused.value.content["errors"]
     assert {"ReturnURL", "Culture"} <= set(errors)
-    with pytest.raises(APIError):
+    with pytest.raises(sdk.ExtendedCardWebPayIn.DoesNotExist):   # the SDK's answer to a 404
         sdk.ExtendedCardWebPayIn.get("wpayin_unknown")
 
 
