@@ -66,7 +66,8 @@ import VaultStore
         bad.returnURL = "javascript:alert(1)"
         bad.fees = Funds(currency: "EUR", amount: 5000)
         bad.cardType = "PAYPAL"
-        let error = try #require(await PaymentsFixture.from { try await service.create(clientId: "shop", request: bad) })
+        let error = try #require(
+            await PaymentsFixture.from { try await service.create(clientId: "shop", request: bad) })
         #expect(Set(error.fieldErrors.keys) == ["ReturnURL", "Culture", "CardType"])
         var wrongWallet = request()
         wrongWallet.debitedFunds = Funds(currency: "USD", amount: 100)
