@@ -153,6 +153,8 @@ enum CheckoutAssets {
               // No brand lights up for a number that is refused or fails its check digit.
               var lit = brand && !refused && !(problem && problem !== page.text.numberIncomplete) ? brand : null;
               currentBrand = brand && !refused ? brand : null;
+              // With one brand lit, the number gets the room the other logos took.
+              number.parentNode.classList.toggle("one-brand", !!lit);
               var icons = d.querySelectorAll(".brands [data-brand]");
               for (var i = 0; i < icons.length; i++) {
                 var mine = icons[i].getAttribute("data-brand") === lit;
@@ -275,6 +277,7 @@ enum CheckoutAssets {
         .amount { font-size: 1.375rem; font-weight: 700; white-space: nowrap; margin: 0; }
         .with-logos { position: relative; }
         .with-logos input { padding-right: 8.5rem; }
+        .with-logos.one-brand input { padding-right: 3rem; }
         .brands { position: absolute; right: .5rem; top: 50%; transform: translateY(-50%); display: flex; gap: 3px;
           list-style: none; padding: 0; margin: 0; pointer-events: none; }
         .brands li { display: flex; line-height: 0; }
@@ -291,7 +294,7 @@ enum CheckoutAssets {
           padding: .55rem .7rem; border: 1px solid var(--line); border-radius: 6px; background: #fff; color: var(--ink); }
         select { appearance: auto; }
         input[aria-invalid=true], select[aria-invalid=true] { border: 2px solid var(--error); }
-        .row { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0 .75rem; }
+        .row { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0 .75rem; align-items: end; }
         .check { display: flex; gap: .5rem; align-items: flex-start; font-weight: 400; }
         .check input { margin-top: .2rem; width: 1.1rem; height: 1.1rem; flex: none; }
         .saved label { font-weight: 400; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; }
@@ -331,7 +334,8 @@ enum CheckoutAssets {
         }
         @media (max-width: 26rem) { main { padding: 0; } .sheet { border-radius: 0; padding: .75rem 1rem 1rem; }
           .brands li:nth-child(n+4) { display: none; } .brands li.active { display: flex; }
-          .with-logos input { padding-right: 6.75rem; } }
+          .with-logos input { padding-right: 6.75rem; } .with-logos.one-brand input { padding-right: 3rem; }
+          label .hint { display: block; margin-left: 0; } }
 
         """
 

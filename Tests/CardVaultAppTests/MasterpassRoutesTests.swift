@@ -360,7 +360,7 @@ extension Response {
         #expect(response.bodyText.contains(#"id="cardNumber" name="cardNumber" value="""#))
         #expect(!response.bodyText.contains("4000"))
         #expect(response.bodyText.contains("&lt;b&gt;Ada"))
-        #expect(response.bodyText.contains("the card number is not valid"))
+        #expect(response.bodyText.contains("The card number is not valid."))
     }
 
     @Test func cancelAndChallengeRedirects() async throws {
@@ -436,7 +436,7 @@ extension Response {
         var seen: Set<String> = [pairingId, current]
         for _ in 0..<2 {
             let body =
-                #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":5,"currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
+                #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":"5.00","currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
             let express = await h.send("POST", "/masterpass/expresscheckout", as: "shop", body: body)
             #expect(express.status == 200, "\(express.bodyText)")
             current = try #require(express.jsonObject["pairingId"] as? String)

@@ -31,9 +31,13 @@ import VaultStore
         return request
     }
 
+    /// The events written so far, in date order then by type (one manual-clock instant holds several).
     func events() async throws -> [PaymentEvent] {
         try await base.store.scanAll(Collections.events).map { try RecordCoding.decode(PaymentEvent.self, from: $0) }
+            .sorted { ($0.date, Self.rank($0.eventType)) < ($1.date, Self.rank($1.eventType)) }
     }
+
+    static func rank(_ type: EventType) -> Int { type == .payInNormalCreated ? 0 : 1 }
 
     func outbox() async throws -> Int { try await base.store.scanAll(Collections.eventOutbox).count }
 
@@ -67,13 +71,13 @@ import VaultStore
         bad.fees = Funds(currency: "EUR", amount: 5000)
         bad.cardType = "PAYPAL"
         let error = try #require(
-            await PaymentsFixture.from { try await service.create(clientId: "shop", request: bad) })
+            await PaymentsError.from { try await service.create(clientId: "shop", request: bad) })
         #expect(Set(error.fieldErrors.keys) == ["ReturnURL", "Culture", "CardType"])
         var wrongWallet = request()
         wrongWallet.debitedFunds = Funds(currency: "USD", amount: 100)
         wrongWallet.fees = Funds(currency: "USD", amount: 0)
         let currency = try #require(
-            await PaymentsFixture.from { try await service.create(clientId: "shop", request: wrongWallet) })
+            await PaymentsError.from { try await service.create(clientId: "shop", request: wrongWallet) })
         #expect(currency.fieldErrors.keys.contains("DebitedFunds.Currency"))
         #expect(try await events().isEmpty)
     }
@@ -121,7 +125,7 @@ import VaultStore
 
     @Test func wrongSecretsInvalidCardsAndCancelling() async throws {
         let payIn = try await service.create(clientId: "shop", request: request())
-        let wrong = await PaymentsFixture.from { try await pay(payIn, number: PaymentsFixture.visa, secret: "x") }
+        let wrong = await PaymentsError.from { try await pay(payIn, number: PaymentsFixture.visa, secret: "x") }
         #expect(wrong?.code == .notFound)
         guard case .form(_, let errors) = try await pay(payIn, number: "4970107111111118") else {
             Issue.record("expected the form again")
