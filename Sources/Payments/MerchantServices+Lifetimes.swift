@@ -56,6 +56,21 @@ extension MerchantServices {
             RecordLifetime(kept: PayInService.byCard, "with its transaction"),
             RecordLifetime(kept: PayInService.refundsByPayIn, "with its refund"),
             RecordLifetime(kept: PayInService.assessments, "with its pay-in"),
+            RecordLifetime(
+                kept: Collections.preauthorizations,
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 7 days)"
+            ),
+            RecordLifetime(
+                kept: Collections.depositPreauthorizations,
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 30 days)"
+            ),
+            .deleted(
+                Collections.holdsExpiring,
+                "until the hold's expiration date; the sweeper expires the hold, which removes the entry"
+            ) { record in
+                // Normally ended by the hold's capture, cancellation or expiry; an entry a day past its date is dropped.
+                Int64(String(decoding: record.value, as: UTF8.self)).map { $0 + 86_400 }
+            },
             .deleted(
                 PayInService.awaiting,
                 "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"
@@ -82,9 +97,11 @@ extension MerchantServices {
         ]
     }
 
-    /// The in-memory expiries and the pay-ins' challenge deadlines, for ``RecordSweeper``'s rounds.
+    /// The pay-ins' challenge deadlines and the holds' expiration dates (the first round), and the in-memory
+    /// expiries, for ``RecordSweeper``'s rounds.
     public var sweepRounds: [@Sendable () async throws -> Void] {
         let payIns = self.payIns
+        let preauthorizations = self.preauthorizations
         let securityCodes = self.securityCodes
         let bearerTokens = self.bearerTokens
         let logger = environment.logger
@@ -92,6 +109,9 @@ extension MerchantServices {
             {
                 let expired = try await payIns.expireDueChallenges()
                 if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+                // Holds share the challenges' round: one daemon (the round's leader) sweeps both.
+                let holds = try await preauthorizations.expireDueHolds()
+                if holds > 0 { logger.info("expired preauthorization holds", ["count": .int(holds)]) }
             },
             {
                 securityCodes.purgeExpired()

@@ -133,6 +133,10 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var refunded: Int64
     /// Fees given back so far (the sum of the refunds' negative `Fees`, as a positive number); nil before any.
     public var refundedFees: Int64?
+    /// For a preauthorization or a deposit: the hold on the card (what is left, captures, expiry).
+    public var hold: PreauthorizationStateMachine? = nil
+    /// For a capture: the preauthorization (`PaymentType` PREAUTHORIZED) or deposit it captured.
+    public var capturedFrom: CaptureSource? = nil
     /// What the ACS page shows (amount, merchant, language) when the flow that started it said more.
     public var challengeDisplay: ChallengeDisplay? = nil
 

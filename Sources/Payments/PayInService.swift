@@ -52,6 +52,8 @@ public struct PayInService: Sendable {
     static let refundsByPayIn = Collections.refundsByPayIn
     static let awaiting = Collections.challengesAwaiting
     static let assessments = Collections.profilingAssessments
+    static let preauthorizations = Collections.preauthorizations
+    static let depositPreauthorizations = Collections.depositPreauthorizations
 
     public init(
         environment: PaymentsEnvironment, securityCodes: SecurityCodeHold,
@@ -71,8 +73,13 @@ public struct PayInService: Sendable {
         PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
     }
 
-    private static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
-        purpose == .payIn ? payIns : validations
+    static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
+        switch purpose {
+        case .payIn: payIns
+        case .cardValidation: validations
+        case .preauthorization: preauthorizations
+        case .depositPreauthorization: depositPreauthorizations
+        }
     }
 
     // MARK: Create
@@ -114,7 +121,7 @@ public struct PayInService: Sendable {
         }
 
         var payIn = PayIn(
-            id: Identifier.make(purpose == .payIn ? "payin_" : "val_", random: environment.random),
+            id: Identifier.make(Self.idPrefix(purpose), random: environment.random),
             clientId: clientId, machine: PayInStateMachine(purpose: purpose), authorId: request.authorId!,
             creditedUserId: checked.wallet.map { request.creditedUserId ?? $0.ownerId },
             creditedWalletId: checked.wallet?.id, debitedFunds: checked.debited, fees: checked.fees,
@@ -127,10 +134,12 @@ public struct PayInService: Sendable {
             preferredCardNetwork: request.preferredCardNetwork, paymentCategory: request.paymentCategory, risk: risk,
             fingerprint: checked.card.fingerprint, deviceId: deviceId, creationDate: now, executionDate: nil,
             refunded: 0)
+        payIn.hold = Self.newHold(purpose, authorized: checked.debited.amount, now: now)
         payIn.challengeDisplay = request.challengeDisplay
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
+        extra += try holdCreationWrites(payIn)
         extra.append(
             .put(
                 collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
@@ -188,6 +197,8 @@ public struct PayInService: Sendable {
             rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
             Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
             Self.checkFunds(request.fees, "Fees", &rules, allowZero: true)
+        } else if purpose != .cardValidation {
+            Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
         }
         rules.oneOf(request.secureMode, SecureMode.allCases.map(\.rawValue), "SecureMode")
         rules.oneOf(request.paymentCategory, ["ECommerce", "TelephoneOrder"], "PaymentCategory")
@@ -233,7 +244,9 @@ public struct PayInService: Sendable {
         guard purpose == .payIn else {
             try rules.check()
             let zero = Funds(currency: card.currency, amount: 0)
-            return CheckedRequest(card: card, wallet: nil, debited: zero, fees: zero)
+            let held = purpose == .cardValidation ? zero : request.debitedFunds!
+            return CheckedRequest(
+                card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
@@ -255,7 +268,7 @@ public struct PayInService: Sendable {
         return CheckedRequest(card: card, wallet: wallet, debited: debited, fees: fees)
     }
 
-    private static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
+    static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
         guard let funds else {
             rules.fail(field, "The \(field) field is required.")
             return
@@ -317,7 +330,7 @@ public struct PayInService: Sendable {
     /// The pay-in (or validation) `id` of `clientId`; a challenge past its deadline is expired first.
     public func get(clientId: String, id: String, purpose: PayInStateMachine.Purpose = .payIn) async throws -> PayIn {
         guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
-            throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+            throw PaymentsError.notFound(Self.resourceName(purpose), id: id)
         }
         let payIn = found.value
         if case .awaitingChallenge(let expiresAt) = payIn.machine.state, environment.clock.now >= expiresAt {
@@ -380,7 +393,7 @@ public struct PayInService: Sendable {
     /// The link to the sandbox ACS page for a pending challenge.
     public func challengeURL(for payIn: PayIn) -> String? {
         guard payIn.secureModeNeeded, let secret = payIn.challengeSecret else { return nil }
-        let kind = payIn.machine.purpose == .payIn ? "p" : "v"
+        let kind = Self.kind(payIn.machine.purpose)
         return environment.configuration.publicBaseURL + "/acs/\(kind)/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
     }
 
@@ -408,11 +421,7 @@ public struct PayInService: Sendable {
     }
 
     static func purpose(kind: String) -> PayInStateMachine.Purpose? {
-        switch kind {
-        case "p": .payIn
-        case "v": .cardValidation
-        default: nil
-        }
+        PayInStateMachine.Purpose.allCases.first { Self.kind($0) == kind }
     }
 
     /// Answers a challenge from the ACS page: `code` is what the shopper typed, nil when they cancelled.
@@ -476,7 +485,7 @@ public struct PayInService: Sendable {
     }
 
     private static func awaitingId(_ payIn: PayIn) -> String {
-        (payIn.machine.purpose == .payIn ? "p" : "v") + ":" + payIn.clientId + ":" + payIn.id
+        Self.kind(payIn.machine.purpose) + ":" + payIn.clientId + ":" + payIn.id
     }
 
     /// Applies `event` to the stored transaction, retrying on concurrent changes; exactly one caller sees the
@@ -492,7 +501,7 @@ public struct PayInService: Sendable {
                 .concurrentChange, "The transaction kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
-                throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+                throw PaymentsError.notFound(Self.resourceName(purpose), id: id)
             }
             let stored = found.value
             let version = found.version
@@ -521,8 +530,9 @@ public struct PayInService: Sendable {
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
-    private func apply(
-        _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite]
+    func apply(
+        _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
+        conflictEndsAttempt: Bool = false
     )
         async throws -> PayIn
     {
@@ -558,7 +568,8 @@ public struct PayInService: Sendable {
                     condition: previousVersion.map { .version($0) } ?? .absent)
             ]
             writes += extra
-            if payIn.machine.state.isFinal {
+            writes += try authorizationEventWrites(payIn, isNew: previousVersion == nil)
+            if payIn.machine.state.isFinal, payIn.capturedFrom == nil {
                 writes += PayInRiskHistory.outcomeWrites(
                     clientId: payIn.clientId, keys: keys, transactionId: payIn.id,
                     succeeded: payIn.machine.state == .succeeded, amount: payIn.debitedFunds.amount,
@@ -614,7 +625,7 @@ public struct PayInService: Sendable {
                 await turn?.settle()
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
-                if current?.version != previousVersion { return .failure(error) }
+                if conflictEndsAttempt || current?.version != previousVersion { return .failure(error) }
                 throw error
             }
             riskCounters.record(PayInRiskHistory.counterEvents(writes))
