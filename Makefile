@@ -90,6 +90,9 @@ test-sanitize: deps-test
 venv:
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
+	# axe-core for the browser tests' accessibility checks: the file axe.min.js that this package ships (its
+	# Playwright dependency is not needed: Tests/sdk/browser_support.py injects it through Selenium).
+	.venv/bin/pip install -q --no-deps axe-playwright-python==0.1.8
 
 ## fuzz-api: the heavy schemathesis run over the whole of docs/openapi.yaml against a daemon from the release
 ## binary: every check, positive and negative cases, at least 20,000 of them, a fresh seed each time (printed;

@@ -66,7 +66,7 @@ let package = Package(
         library("OutboundHTTP", ["CCurl", "CCurlShims", "VaultCore"]),
         library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("MangopayAPI", ["Payments", "Forward", "CardKit", "HTTPServer", "VaultCore"]),
-        library("MasterpassAPI", ["Checkout", "CardKit", "HTTPServer", "VaultCore"]),
+        library("MasterpassAPI", ["Checkout", "Payments", "CardKit", "HTTPServer", "VaultCore"]),
         library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",

@@ -1,3 +1,4 @@
+import CardKit
 public import Checkout
 import Foundation
 public import Payments
@@ -33,6 +34,10 @@ public struct CheckoutPayInAuthenticator: CheckoutAuthenticator {
             timeZoneOffset: signals.device["timeZoneOffset"], userAgent: signals.userAgent)
         validation.profilingAttemptReference = request.profilingReference
         validation.tag = "checkout"
+        // The challenge page shows the cart's amount, the shop and the checkout's language (no funds move here).
+        validation.challengeDisplay = ChallengeDisplay(
+            amount: Funds(currency: request.amount.currency.code, amount: request.amount.minorUnits),
+            merchantName: request.merchantName, locale: request.locale.rawValue)
         let created = try await payIns.create(clientId: request.clientId, request: validation, purpose: .cardValidation)
         if let outcome = Self.outcome(of: created) {
             return .decided(authenticationId: created.id, outcome)

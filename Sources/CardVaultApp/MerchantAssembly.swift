@@ -3,6 +3,7 @@ public import Forward
 import Foundation
 public import HTTPServer
 import MangopayAPI
+import MasterpassAPI
 public import Payments
 public import VaultCore
 public import VaultCrypto
@@ -68,6 +69,8 @@ public enum MerchantAssembly {
             PayInRoutes(services: services),
             LifecycleRoutes(services: services),
             PreauthorizationRoutes(services: services),
+            WebPayInRoutes(services: services),
+            WebPayInPageRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
     }

@@ -47,11 +47,17 @@ public struct CheckoutAuthenticationRequest: Sendable, Equatable {
     public var profilingReference: String?
     /// The browser's signals at submission (address, user agent, screen, time zone), for the 3DS browser data.
     public var signals: CheckoutDeviceSignals
+    /// The shop name the checkout page showed, for the challenge page.
+    public var merchantName: String?
+    /// The checkout's language, for the challenge page.
+    public var locale: CheckoutLocale
 
     public init(
         clientId: String, cardId: String, amount: Money, returnURL: String, profilingReference: String?,
-        signals: CheckoutDeviceSignals
+        signals: CheckoutDeviceSignals, merchantName: String? = nil, locale: CheckoutLocale = .enUS
     ) {
+        self.merchantName = merchantName
+        self.locale = locale
         self.clientId = clientId
         self.cardId = cardId
         self.amount = amount

@@ -21,12 +21,16 @@ public struct CheckoutRegistration: Sendable, Equatable, Codable {
     public var threeDSPolicy: CheckoutPolicy?
     /// Whether the checkouts of this id always ask for the card security code (nil means `merchantChoice`).
     public var cvcPolicy: CheckoutPolicy?
+    /// The billing address fields its page asks for (nil, as in records written before the setting, means `full`).
+    public var addressFields: CheckoutAddressFields?
 
     public init(
         checkoutId: String, clientId: String, callbackPrefixes: [CheckoutCallbackPrefix],
         allowedCardTypes: Set<MasterpassCardType>, merchantName: String, creationDate: Int64,
-        threeDSPolicy: CheckoutPolicy = .merchantChoice, cvcPolicy: CheckoutPolicy = .merchantChoice
+        threeDSPolicy: CheckoutPolicy = .merchantChoice, cvcPolicy: CheckoutPolicy = .merchantChoice,
+        addressFields: CheckoutAddressFields = .full
     ) {
+        self.addressFields = addressFields
         self.checkoutId = checkoutId
         self.clientId = clientId
         self.callbackPrefixes = callbackPrefixes

@@ -306,12 +306,21 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
     /// Parses `text` strictly in `currency`; without a usable currency, still reports text that is no number.
     static func amount(_ text: String, currency: Currency?, errors: inout CheckoutFieldErrors) -> Money? {
         if let currency {
+            let parsed: Money
             do {
-                return try Money(parsing: text, currency: currency)
+                parsed = try Money(parsing: text, currency: currency)
             } catch {
                 errors.add("amount", amountMessage(error, currency: currency))
                 return nil
             }
+            // Major units with exactly the currency's decimals: `4990` for EUR is refused rather than read as
+            // 4990.00 EUR, because the same number in the REST API's minor units means 49.90 EUR.
+            let decimals = text.firstIndex(of: ".").map { text.distance(from: $0, to: text.endIndex) - 1 } ?? 0
+            if decimals != currency.minorUnits, parsed.minorUnits != 0 {
+                errors.add("amount", exponentMessage(text, parsed: parsed, currency: currency))
+                return nil
+            }
+            return parsed
         }
         guard let widest = Currency.all.max(by: { $0.minorUnits < $1.minorUnits }) else { return nil }
         do {
@@ -320,6 +329,19 @@ public struct CheckoutRequest: Sendable, Equatable, Codable {
             errors.add("amount", amountMessage(error, currency: widest))
         } catch {}
         return nil
+    }
+
+    /// The refusal of a decimal amount without the currency's number of decimals, with both readings of it.
+    static func exponentMessage(_ text: String, parsed: Money, currency: Currency) -> String {
+        let major = parsed.decimalString
+        var message =
+            "amount must be written in major units with exactly \(currency.minorUnits) decimals in \(currency.code)"
+            + " (such as \(major))"
+        if !text.contains("."), let minor = Int64(text) {
+            let asMinor = Money(minorUnits: minor, currency: currency).decimalString
+            message += ": write \(major) for \(major) \(currency.code), or \(asMinor) if \(text) is in minor units"
+        }
+        return message
     }
 
     static func amountMessage(_ error: MoneyError, currency: Currency) -> String {

@@ -147,7 +147,7 @@ extension CheckoutService {
             }
         }
         let now = clock.now
-        let session = CheckoutSession(
+        var session = CheckoutSession(
             sessionId: CheckoutIdentifiers.secret(count: 32, random: random),
             transactionId: CheckoutIdentifiers.make("mptx", random: random),
             clientId: registration.clientId, request: request, callback: callback,
@@ -157,6 +157,7 @@ extension CheckoutService {
                 suppress3DS: request.suppress3DS, pairingPossible: request.userId != nil),
             createdAt: nowSeconds, savedCards: savedCards, pairingTransactionId: nil, payment: nil, problem: nil,
             express: false)
+        session.addressFields = registration.addressFields
         do {
             try await store.commit([
                 .put(

@@ -86,9 +86,18 @@ public struct CheckoutService: Sendable {
     ///   - cvcPolicy: `merchantChoice` (default: a session may set `cvc2Support: false`) or `required`.
     public func register(
         clientId: String, checkoutId: String? = nil, callbackPrefixes: [String], allowedCardTypes: [String],
-        merchantName: String? = nil, threeDSPolicy: String? = nil, cvcPolicy: String? = nil
+        merchantName: String? = nil, threeDSPolicy: String? = nil, cvcPolicy: String? = nil,
+        addressFields: String? = nil
     ) async throws -> CheckoutRegistration {
         let policies = try Self.policies(threeDS: threeDSPolicy, cvc: cvcPolicy)
+        var fields = CheckoutAddressFields.full
+        if let addressFields {
+            guard let parsed = CheckoutAddressFields(parsing: addressFields) else {
+                throw CheckoutError.invalid(
+                    "addressFields", "addressFields must be none, postalCodeAndCountry or full")
+            }
+            fields = parsed
+        }
         let (requested, prefixes, types, name) = try CheckoutRegistration.validate(
             checkoutId: checkoutId, callbackPrefixes: callbackPrefixes, allowedCardTypes: allowedCardTypes,
             merchantName: merchantName)
@@ -96,7 +105,7 @@ public struct CheckoutService: Sendable {
         let registration = CheckoutRegistration(
             checkoutId: id, clientId: clientId, callbackPrefixes: prefixes, allowedCardTypes: types,
             merchantName: name.isEmpty ? clientId : name, creationDate: nowSeconds, threeDSPolicy: policies.0,
-            cvcPolicy: policies.1)
+            cvcPolicy: policies.1, addressFields: fields)
         do {
             try await write(Collection.registrations, id: id, registration, condition: .absent)
         } catch let error as StoreError where error.code == .conflict {
@@ -218,7 +227,8 @@ public struct CheckoutService: Sendable {
                 CheckoutAuthenticationRequest(
                     clientId: session.clientId, cardId: card.cardId, amount: session.request.amount,
                     returnURL: configuration.publicBaseURL + "/srci/" + session.sessionId + "/return",
-                    profilingReference: card.profilingReference, signals: signals))
+                    profilingReference: card.profilingReference, signals: signals,
+                    merchantName: session.merchantName, locale: session.request.locale))
             switch start {
             case .decided(let authenticationId, let result):
                 actions = try apply(.authenticated(result, at: clock.now), to: &session)
@@ -416,8 +426,15 @@ public struct CheckoutService: Sendable {
                 errors.add("cardHolderName", "the cardholder name must be at most 100 characters")
             }
         }
-        let billing =
-            form.billing.isEmpty ? nil : address(form.billing, prefix: "billing", session: nil, errors: &errors)
+        let billing: MasterpassAddress?
+        switch session.addressFields ?? .full {
+        case .none: billing = nil
+        case .postalCodeAndCountry:
+            billing = postalAddress(form.billing, prefix: "billing", errors: &errors)
+        case .full:
+            billing =
+                form.billing.isEmpty ? nil : address(form.billing, prefix: "billing", session: nil, errors: &errors)
+        }
         var shipping: MasterpassAddress?
         if !session.request.suppressShippingAddress {
             if form.shippingSameAsBilling, let billing {
@@ -442,6 +459,23 @@ public struct CheckoutService: Sendable {
                 recipientEmailAddress: email.isEmpty ? nil : email)
         }
         return (holder, billing, shipping, info)
+    }
+
+    /// A billing address of postal code and country only (`addressFields: postalCodeAndCountry`).
+    func postalAddress(
+        _ form: CheckoutAddressForm, prefix: String, errors: inout CheckoutFieldErrors
+    ) -> MasterpassAddress? {
+        let postal = (form.postalCode ?? "").trimmingCharacters(in: .whitespaces)
+        if postal.isEmpty {
+            errors.add(prefix + "PostalCode", "enter the postal code")
+        } else if !Self.isPlainText(postal, maximum: 16) {
+            errors.add(prefix + "PostalCode", "the postal code must be at most 16 characters")
+        }
+        let country = (form.country ?? "").trimmingCharacters(in: .whitespaces).uppercased()
+        if !CheckoutRequest.isCountryCode(country) {
+            errors.add(prefix + "Country", "choose a country (two-letter ISO code)")
+        }
+        return MasterpassAddress(line1: "", city: "", postalCode: postal, country: country)
     }
 
     func address(

@@ -27,6 +27,8 @@ public struct CheckoutSession: Sendable, Equatable, Codable {
     public var problem: CheckoutSessionStateMachine.CheckoutFormProblem?
     /// True for an express checkout (no hosted page).
     public var express: Bool
+    /// The billing address fields the page asks for, from the registration (nil means `full`).
+    public var addressFields: CheckoutAddressFields?
 
     public init(
         sessionId: String, transactionId: String, clientId: String, request: CheckoutRequest,

@@ -19,6 +19,11 @@ struct PayInHandlers: Sendable {
     }
 
     func get(_ request: Request, clientId: String) async throws -> Response {
+        if id(request).hasPrefix("wpayin_") {
+            let webPayIns = WebPayInService(services: services)
+            let payIn = try await webPayIns.get(clientId: clientId, id: id(request))
+            return MangopayResponse.json(MangopayWire.webPayIn(payIn, redirectURL: webPayIns.pageURL(for: payIn)))
+        }
         let payIn = try await services.payIns.get(clientId: clientId, id: id(request))
         return MangopayResponse.json(MangopayWire.payIn(payIn, redirectURL: services.payIns.challengeURL(for: payIn)))
     }

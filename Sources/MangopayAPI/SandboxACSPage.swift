@@ -90,70 +90,82 @@ struct SandboxACSPage: Sendable {
         return response
     }
 
+    /// One column that fits a 320 px screen: the card never exceeds the viewport, long references wrap.
     static let style = """
-        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f3f4f6;color:#111827;margin:0}
-        main{max-width:26rem;margin:2rem auto;background:#fff;border:1px solid #d1d5db;border-radius:.5rem;padding:1.5rem}
-        h1{font-size:1.25rem;margin:0 0 1rem}dl{display:grid;grid-template-columns:auto 1fr;gap:.25rem 1rem;margin:0 0 1rem}
-        dt{color:#374151}dd{margin:0;font-weight:600}label{display:block;font-weight:600;margin:.5rem 0 .25rem}
-        input{font-size:1.25rem;padding:.5rem;width:100%;box-sizing:border-box;border:2px solid #4b5563;border-radius:.25rem;letter-spacing:.2em}
-        input:focus,button:focus{outline:3px solid #1d4ed8;outline-offset:2px}.actions{display:flex;gap:.75rem;margin-top:1rem}
-        button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.25rem;border:2px solid #1e3a8a;cursor:pointer}
-        .primary{background:#1e3a8a;color:#fff}.secondary{background:#fff;color:#1e3a8a}
-        .hint{font-size:.875rem;color:#374151}
+        *{box-sizing:border-box}\
+        body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f3f4f6;color:#111827;margin:0;\
+        line-height:1.45}\
+        main{width:auto;max-width:26rem;margin:1.5rem auto;background:#fff;border:1px solid #d1d5db;\
+        border-radius:.5rem;padding:1.25rem}\
+        @media (max-width:30rem){main{margin:0;border-width:0 0 1px;border-radius:0;padding:1rem}}\
+        h1{font-size:1.25rem;margin:0 0 .75rem}p{margin:.5rem 0}\
+        dl{display:grid;grid-template-columns:minmax(5rem,auto) minmax(0,1fr);gap:.25rem 1rem;margin:0 0 1rem}\
+        dt{color:#374151}dd{margin:0;font-weight:600;overflow-wrap:anywhere;min-width:0}\
+        .amount{font-size:1.125rem}label{display:block;font-weight:600;margin:.5rem 0 .25rem}\
+        input{font-size:1.25rem;padding:.5rem;width:100%;max-width:100%;border:2px solid #4b5563;border-radius:.25rem;\
+        letter-spacing:.2em}\
+        input:focus,button:focus{outline:3px solid #1d4ed8;outline-offset:2px}\
+        .actions{display:flex;flex-wrap:wrap;gap:.75rem;margin-top:1rem}\
+        button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.25rem;border:2px solid #1e3a8a;cursor:pointer;\
+        flex:1 1 8rem}\
+        .primary{background:#1e3a8a;color:#fff}.secondary{background:#fff;color:#1e3a8a}\
+        .hint,.notice{font-size:.875rem;color:#374151}
         """
 
     static func challengeHTML(_ view: ChallengeView, action: String, secret: String, challengeCode: String) -> String {
-        let amount: String
-        if let currency = Currency(code: view.amount.currency) {
-            amount = Money(minorUnits: view.amount.amount, currency: currency).decimalString + " " + currency.code
-        } else {
-            amount = String(view.amount.amount) + " " + view.amount.currency
-        }
+        let text = SandboxACSStrings(for: view)
+        let shown = view.display?.amount ?? view.amount
+        let amount = view.isCardValidation && shown.amount == 0 ? text.noAmount : text.amount(shown)
+        let merchant = view.display?.merchantName ?? view.statementDescriptor ?? text.genericMerchant
         let details = """
-            <dl><dt>Amount</dt><dd>\(HTMLText.escape(amount))</dd>\
-            <dt>Card</dt><dd>\(HTMLText.escape(view.cardAlias))</dd>\
-            <dt>Merchant</dt><dd>\(HTMLText.escape(view.statementDescriptor ?? "CardVault sandbox merchant"))</dd>\
-            <dt>Reference</dt><dd>\(HTMLText.escape(view.transactionId))</dd></dl>
+            <dl><dt>\(HTMLText.escape(text.amountLabel))</dt><dd class="amount" id="acs-amount">\
+            \(HTMLText.escape(amount))</dd>\
+            <dt>\(HTMLText.escape(text.merchantLabel))</dt><dd id="acs-merchant">\(HTMLText.escape(merchant))</dd>\
+            <dt>\(HTMLText.escape(text.cardLabel))</dt><dd>\(HTMLText.escape(view.cardAlias))</dd>\
+            <dt>\(HTMLText.escape(text.referenceLabel))</dt><dd>\(HTMLText.escape(view.transactionId))</dd></dl>
             """
         let body: String
         if view.isFinal {
             body = """
-                <h1>Authentication complete</h1>\(details)\
-                <p>This payment is \(HTMLText.escape(view.status.lowercased())). You can close this page or \
-                continue below.</p>\
+                <h1>\(HTMLText.escape(text.completeTitle))</h1>\(details)\
+                <p id="acs-outcome">\(HTMLText.escape(text.outcome(status: view.status, cardValidation: view.isCardValidation)))</p>\
                 <form method="post" action="\(HTMLText.escape(action))">\
                 <input type="hidden" name="s" value="\(HTMLText.escape(secret))">\
                 <div class="actions"><button class="primary" type="submit" name="action" value="return">\
-                Return to the merchant</button></div></form>
+                \(HTMLText.escape(text.returnToMerchant))</button></div></form>
                 """
         } else {
+            let title = view.isCardValidation && view.display?.amount == nil ? text.confirmCardTitle : text.confirmTitle
             body = """
-                <h1>Confirm your payment</h1>\(details)\
+                <h1>\(HTMLText.escape(title))</h1>\
+                <p>\(HTMLText.escape(text.intro(merchant: merchant)))</p>\(details)\
                 <form method="post" action="\(HTMLText.escape(action))">\
                 <input type="hidden" name="s" value="\(HTMLText.escape(secret))">\
-                <label for="code">One-time code</label>\
+                <label for="code">\(HTMLText.escape(text.codeLabel))</label>\
                 <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" \
                 maxlength="32" aria-describedby="code-hint" autofocus>\
-                <p id="code-hint" class="hint">Sandbox: the code is \(HTMLText.escape(challengeCode)); any other \
-                code fails the authentication.</p>\
-                <div class="actions"><button class="primary" type="submit" name="action" value="submit">Submit</button>\
-                <button class="secondary" type="submit" name="action" value="cancel" formnovalidate>Cancel</button></div>\
-                </form>
+                <p id="code-hint" class="hint">\(HTMLText.escape(text.codeHint(challengeCode)))</p>\
+                <div class="actions"><button class="primary" type="submit" name="action" value="submit">\
+                \(HTMLText.escape(text.submit))</button>\
+                <button class="secondary" type="submit" name="action" value="cancel" formnovalidate>\
+                \(HTMLText.escape(text.cancel))</button></div>\
+                </form><p class="notice">\(HTMLText.escape(text.sandboxNotice))</p>
                 """
         }
-        return document(title: "3-D Secure authentication", body: body)
+        return document(title: text.documentTitle, body: body, language: text.languageTag)
     }
 
     static func messageHTML(title: String, text: String) -> String {
-        document(title: title, body: "<h1>\(HTMLText.escape(title))</h1><p>\(HTMLText.escape(text))</p>")
+        document(
+            title: title, body: "<h1>\(HTMLText.escape(title))</h1><p>\(HTMLText.escape(text))</p>", language: "en")
     }
 
-    private static func document(title: String, body: String) -> String {
+    private static func document(title: String, body: String, language: String) -> String {
         """
-        <!DOCTYPE html><html lang="en"><head><meta charset="utf-8">\
+        <!DOCTYPE html><html lang="\(HTMLText.escape(language))"><head><meta charset="utf-8">\
         <meta name="viewport" content="width=device-width, initial-scale=1">\
         <title>\(HTMLText.escape(title)) · CardVault sandbox ACS</title><style>\(style)</style></head>\
-        <body><main>\(body)</main></body></html>
+        <body><main id="acs">\(body)</main></body></html>
         """
     }
 }

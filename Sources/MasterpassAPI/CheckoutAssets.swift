@@ -34,8 +34,10 @@ enum CheckoutAssets {
         }
     }
 
-    /// `checkout.js`: live brand detection and formatting of the card number, the expiry slash, "same as billing",
-    /// and the device signals for profiling. The page works without it.
+    /// `checkout.js`: live brand detection and formatting of the card number, inline Luhn, expiry and security
+    /// code checks as the shopper types (a field is judged once complete or left), the expiry slash, "same as
+    /// billing", the processing state on submit, focus on the error summary, and the device signals for
+    /// profiling. The page works without it.
     static let script: String = """
         (function () {
           "use strict";
@@ -45,6 +47,15 @@ enum CheckoutAssets {
           var table = \(brandTableJSON);
           var page = JSON.parse(d.getElementById("checkout-data").textContent);
           function digitsOf(text) { return text.replace(/\\D/g, ""); }
+          function luhn(digits) {
+            var sum = 0;
+            for (var i = 0; i < digits.length; i++) {
+              var n = digits.charCodeAt(digits.length - 1 - i) - 48;
+              if (i % 2 === 1) { n *= 2; if (n > 9) { n -= 9; } }
+              sum += n;
+            }
+            return digits.length > 0 && sum % 10 === 0;
+          }
           function detect(digits) {
             if (!digits) { return null; }
             var best = null, possible = {};
@@ -73,21 +84,83 @@ enum CheckoutAssets {
             }
             return out.join(" ");
           }
+          // An inline error under `field` (a sentence), or none; the field's description follows it.
+          function showError(field, message) {
+            var id = field.id + "-error", line = d.getElementById(id);
+            var described = (field.getAttribute("aria-describedby") || "").split(" ").filter(function (x) {
+              return x && x !== id;
+            });
+            if (message) {
+              if (!line) {
+                line = d.createElement("p"); line.className = "field-error"; line.id = id;
+                var anchor = field.parentNode.classList.contains("with-logos") ? field.parentNode : field;
+                anchor.insertAdjacentElement("afterend", line);
+              }
+              line.textContent = message;
+              field.setAttribute("aria-invalid", "true");
+              described.push(id);
+            } else {
+              if (line) { line.parentNode.removeChild(line); }
+              field.removeAttribute("aria-invalid");
+            }
+            if (described.length) { field.setAttribute("aria-describedby", described.join(" ")); }
+            else { field.removeAttribute("aria-describedby"); }
+          }
           var number = d.getElementById("cardNumber");
           var badge = d.getElementById("card-brand");
           var cvc = d.getElementById("securityCode");
+          var expiry = d.getElementById("expiry");
+          var currentBrand = null;
+          function numberProblem(final) {
+            var digits = digitsOf(number.value), brand = detect(digits);
+            if (!digits) { return final ? page.text.numberIncomplete : ""; }
+            if (brand && page.allowed.indexOf(brand) < 0) {
+              return page.text.brandNotAccepted.replace("{brand}", table.names[brand]);
+            }
+            // Judged at every complete length of the brand (a wrong check digit shows at once), and when left.
+            var lengths = (brand && table.lengths[brand]) || [12, 13, 14, 15, 16, 17, 18, 19];
+            var longest = Math.max.apply(null, lengths);
+            if (lengths.indexOf(digits.length) >= 0) { return luhn(digits) ? "" : page.text.numberInvalid; }
+            if (digits.length > longest || (final && digits.length >= 12)) { return page.text.numberInvalid; }
+            return final ? page.text.numberIncomplete : "";
+          }
+          function expiryProblem(final) {
+            var digits = digitsOf(expiry.value);
+            if (digits.length < 4) { return final && digits.length ? page.text.expiryInvalid : ""; }
+            var month = parseInt(digits.slice(0, 2), 10), year = 2000 + parseInt(digits.slice(2, 4), 10);
+            if (month < 1 || month > 12) { return page.text.expiryInvalid; }
+            var now = new Date(), thisYear = now.getFullYear(), thisMonth = now.getMonth() + 1;
+            if (year < thisYear || (year === thisYear && month < thisMonth)) { return page.text.expiryPast; }
+            if (year > thisYear + 20) { return page.text.expiryInvalid; }
+            return "";
+          }
+          function cvcProblem(final) {
+            var digits = digitsOf(cvc.value), size = currentBrand ? table.cvc[currentBrand] : 0;
+            if (!digits) { return ""; }
+            if (size ? digits.length === size : (digits.length === 3 || digits.length === 4)) { return ""; }
+            if (!final && digits.length < (size || 3)) { return ""; }
+            return page.text.cvcInvalid.replace("{n}", String(size || 3));
+          }
           if (number && badge) {
-            var update = function (initial) {
+            var update = function (initial, final) {
               var digits = digitsOf(number.value).slice(0, 19);
               var brand = detect(digits);
               var end = number.selectionStart === number.value.length;
               number.value = format(digits, brand);
-              if (end) { number.setSelectionRange(number.value.length, number.value.length); }
-              var icons = d.querySelectorAll("[data-brand]");
-              for (var i = 0; i < icons.length; i++) {
-                icons[i].classList.toggle("active", icons[i].getAttribute("data-brand") === brand);
-              }
+              if (end && d.activeElement === number) { number.setSelectionRange(number.value.length, number.value.length); }
+              var problem = numberProblem(final);
               var refused = !!brand && page.allowed.indexOf(brand) < 0;
+              // No brand lights up for a number that is refused or fails its check digit.
+              var lit = brand && !refused && !(problem && problem !== page.text.numberIncomplete) ? brand : null;
+              currentBrand = brand && !refused ? brand : null;
+              // With one brand lit, the number gets the room the other logos took.
+              number.parentNode.classList.toggle("one-brand", !!lit);
+              var icons = d.querySelectorAll(".brands [data-brand]");
+              for (var i = 0; i < icons.length; i++) {
+                var mine = icons[i].getAttribute("data-brand") === lit;
+                icons[i].classList.toggle("active", mine);
+                icons[i].classList.toggle("dimmed", !!lit && !mine);
+              }
               if (!brand) { badge.textContent = digits.length >= 2 ? page.text.brandUnknown : ""; }
               else if (refused) { badge.textContent = table.names[brand] + " \\u2014 " + page.text.brandRefused; }
               else {
@@ -95,22 +168,29 @@ enum CheckoutAssets {
                 if (cvc) { cvc.setAttribute("maxlength", String(table.cvc[brand])); }
               }
               // The server's verdict stands until the shopper edits the number.
-              if (!initial) {
-                if (refused) { number.setAttribute("aria-invalid", "true"); }
-                else { number.removeAttribute("aria-invalid"); }
-              }
+              if (!initial) { showError(number, problem); }
             };
-            number.addEventListener("input", function () { update(false); });
-            update(true);
+            number.addEventListener("input", function () { update(false, false); });
+            number.addEventListener("blur", function () { if (number.value) { update(false, true); } });
+            update(true, false);
           }
-          var expiry = d.getElementById("expiry");
           if (expiry) {
             expiry.addEventListener("input", function (event) {
               var digits = digitsOf(expiry.value).slice(0, 4);
-              if (event.inputType === "deleteContentBackward") { return; }
-              if (digits.length === 1 && digits > "1") { digits = "0" + digits; }
-              expiry.value = digits.length >= 2 ? digits.slice(0, 2) + "/" + digits.slice(2) : digits;
+              if (event.inputType !== "deleteContentBackward") {
+                if (digits.length === 1 && digits > "1") { digits = "0" + digits; }
+                expiry.value = digits.length >= 2 ? digits.slice(0, 2) + "/" + digits.slice(2) : digits;
+              }
+              showError(expiry, expiryProblem(false));
             });
+            expiry.addEventListener("blur", function () { if (expiry.value) { showError(expiry, expiryProblem(true)); } });
+          }
+          if (cvc) {
+            cvc.addEventListener("input", function () {
+              cvc.value = digitsOf(cvc.value).slice(0, 4);
+              showError(cvc, cvcProblem(false));
+            });
+            cvc.addEventListener("blur", function () { if (cvc.value) { showError(cvc, cvcProblem(true)); } });
           }
           var same = d.getElementById("shippingSameAsBilling");
           var shipping = d.getElementById("shipping-fields");
@@ -121,14 +201,45 @@ enum CheckoutAssets {
           }
           var saved = d.querySelectorAll("input[name=savedCardId]");
           var cardFields = d.getElementById("card-fields");
+          var usingSaved = function () {
+            var chosen = d.querySelector("input[name=savedCardId]:checked");
+            return !!(chosen && chosen.value);
+          };
           if (saved.length && cardFields) {
-            var choose = function () {
-              var chosen = d.querySelector("input[name=savedCardId]:checked");
-              cardFields.hidden = !!(chosen && chosen.value);
-            };
+            var choose = function () { cardFields.hidden = usingSaved(); };
             for (var s = 0; s < saved.length; s++) { saved[s].addEventListener("change", choose); }
             choose();
           }
+          var pay = form.querySelector("button.pay");
+          var sending = false;
+          form.addEventListener("submit", function (event) {
+            if (sending) { event.preventDefault(); return; }
+            if (!usingSaved()) {
+              var first = null;
+              if (number) { update(false, true); if (number.getAttribute("aria-invalid") === "true") { first = number; } }
+              if (expiry && expiry.value) { showError(expiry, expiryProblem(true)); }
+              if (!first && expiry && expiry.getAttribute("aria-invalid") === "true") { first = expiry; }
+              if (cvc && cvc.value) { showError(cvc, cvcProblem(true)); }
+              if (!first && cvc && cvc.getAttribute("aria-invalid") === "true" && cvc.value) { first = cvc; }
+              // Empty fields go to the server, which answers with a summary; typed mistakes stay here.
+              if (first && number.value) { event.preventDefault(); first.focus(); return; }
+            }
+            sending = true;
+            if (pay) {
+              pay.disabled = true;
+              pay.setAttribute("aria-busy", "true");
+              pay.classList.add("processing");
+              var label = pay.querySelector(".label");
+              if (label) { label.textContent = pay.getAttribute("data-processing"); }
+            }
+          });
+          // Back from the cache (history): the button is usable again.
+          window.addEventListener("pageshow", function () {
+            sending = false;
+            if (pay) { pay.disabled = false; pay.removeAttribute("aria-busy"); pay.classList.remove("processing"); }
+          });
+          var summary = d.getElementById("error-summary");
+          if (summary) { summary.focus(); }
           function signal(name, value) {
             var field = form.querySelector("input[name=" + name + "]");
             if (field) { field.value = String(value).slice(0, 128); }
@@ -148,52 +259,83 @@ enum CheckoutAssets {
 
         """
 
-    /// `checkout.css`: one column, system fonts, text at least 4.5:1 against its background, visible focus.
+    /// `checkout.css`: one column on a phone, summary beside the form on a desktop, system fonts, text at least
+    /// 4.5:1 against its background, a focus ring of at least 3:1 against every background it sits on.
     static let styleSheet: String = """
-        :root { color-scheme: light; --ink: #1b1b1f; --muted: #4a4a55; --line: #8a8a96; --accent: #0b57d0;
-          --accent-ink: #ffffff; --error: #b3261e; --paper: #ffffff; --wash: #f3f4f8; }
+        :root { color-scheme: light; --ink: #1b1b1f; --muted: #4a4a55; --line: #767682; --accent: #0b57d0;
+          --accent-ink: #ffffff; --error: #b3261e; --paper: #ffffff; --wash: #f3f4f8; --focus: #1b1b1f; }
         * { box-sizing: border-box; }
         body { margin: 0; background: var(--wash); color: var(--ink);
-          font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-        main { max-width: 34rem; margin: 0 auto; padding: 1rem; }
-        .sheet { background: var(--paper); border-radius: 12px; padding: 1.25rem 1.25rem 1.5rem;
+          font: 16px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+        main { max-width: 32rem; margin: 0 auto; padding: .75rem; }
+        .sheet { background: var(--paper); border-radius: 12px; padding: 1rem 1.25rem 1.25rem;
           box-shadow: 0 1px 3px rgba(0,0,0,.15); }
-        header.merchant { display: flex; justify-content: space-between; align-items: baseline; gap: 1rem;
-          border-bottom: 1px solid #d5d6de; padding-bottom: .75rem; margin-bottom: 1rem; }
-        header.merchant h1 { font-size: 1.25rem; margin: 0; }
-        .amount { font-size: 1.5rem; font-weight: 700; white-space: nowrap; }
-        .brands { display: flex; flex-wrap: wrap; gap: .375rem; list-style: none; padding: 0; margin: .25rem 0 1rem; }
-        .brands li { border: 1px solid var(--line); border-radius: 4px; padding: .125rem .5rem; font-size: .8125rem;
-          color: var(--muted); }
-        .brands li.active { border-color: var(--accent); color: var(--accent); font-weight: 700; }
-        fieldset { border: 0; padding: 0; margin: 0 0 1rem; }
-        legend { font-weight: 700; margin-bottom: .5rem; padding: 0; }
-        label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
-        .hint { display: block; color: var(--muted); font-size: .875rem; font-weight: 400; }
-        input[type=text], input[type=email], input[type=tel] { width: 100%; font: inherit; padding: .625rem .75rem;
-          border: 1px solid var(--line); border-radius: 6px; background: #fff; color: var(--ink); }
-        input[aria-invalid=true] { border: 2px solid var(--error); }
-        .row { display: grid; grid-template-columns: 1fr 1fr; gap: 0 .75rem; }
+        header.merchant { display: flex; flex-wrap: wrap; justify-content: space-between; align-items: baseline;
+          gap: 0 1rem; border-bottom: 1px solid #d5d6de; padding-bottom: .5rem; margin-bottom: .5rem; }
+        header.merchant h1 { font-size: 1.125rem; margin: 0; overflow-wrap: anywhere; }
+        header.merchant .secure { flex-basis: 100%; margin: 0; }
+        .amount { font-size: 1.375rem; font-weight: 700; white-space: nowrap; margin: 0; }
+        .with-logos { position: relative; }
+        .with-logos input { padding-right: 8.5rem; }
+        .with-logos.one-brand input { padding-right: 3rem; }
+        .brands { position: absolute; right: .5rem; top: 50%; transform: translateY(-50%); display: flex; gap: 3px;
+          list-style: none; padding: 0; margin: 0; pointer-events: none; }
+        .brands li { display: flex; line-height: 0; }
+        .brands li:nth-child(n+5) { display: none; }
+        .brands li.dimmed { display: none; }
+        .brands li.active { display: flex; }
+        .brands .logo { width: 30px; height: 20px; }
+        fieldset { border: 0; padding: 0; margin: 0 0 .5rem; min-width: 0; }
+        legend { font-weight: 700; margin: .25rem 0 0; padding: 0; }
+        label { display: block; font-weight: 600; margin: .5rem 0 .2rem; }
+        .hint { color: var(--muted); font-size: .875rem; font-weight: 400; }
+        label .hint { display: inline; margin-left: .35rem; }
+        input[type=text], input[type=email], input[type=tel], select { width: 100%; font: inherit;
+          padding: .55rem .7rem; border: 1px solid var(--line); border-radius: 6px; background: #fff; color: var(--ink); }
+        select { appearance: auto; }
+        input[aria-invalid=true], select[aria-invalid=true] { border: 2px solid var(--error); }
+        .row { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 0 .75rem; align-items: end; }
         .check { display: flex; gap: .5rem; align-items: flex-start; font-weight: 400; }
-        .check input { margin-top: .3rem; width: 1.1rem; height: 1.1rem; }
+        .check input { margin-top: .2rem; width: 1.1rem; height: 1.1rem; flex: none; }
         .saved label { font-weight: 400; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; }
-        .field-error { color: var(--error); font-size: .9rem; margin: .25rem 0 0; font-weight: 600; }
-        .summary { border: 2px solid var(--error); border-radius: 8px; padding: .75rem 1rem; margin-bottom: 1rem; }
+        .field-error { color: var(--error); font-size: .875rem; margin: .2rem 0 0; font-weight: 600; }
+        .summary { border: 2px solid var(--error); border-radius: 8px; padding: .5rem 1rem; margin: .5rem 0; }
         .summary h2 { font-size: 1rem; margin: 0 0 .25rem; color: var(--error); }
+        .summary ul { margin: 0; padding-left: 1.25rem; }
         .summary a { color: var(--error); }
-        .brand-badge { min-height: 1.5em; color: var(--muted); font-size: .875rem; margin: .25rem 0 0; }
-        button { font: inherit; font-weight: 700; border-radius: 6px; padding: .75rem 1rem; width: 100%;
+        .brand-badge { min-height: 1.25em; color: var(--muted); font-size: .8125rem; margin: .15rem 0 0; }
+        button { font: inherit; font-weight: 700; border-radius: 6px; padding: .7rem 1rem; width: 100%;
           cursor: pointer; }
-        button.pay { background: var(--accent); color: var(--accent-ink); border: 0; margin-top: .5rem; }
+        button.pay { background: var(--accent); color: var(--accent-ink); border: 0; margin-top: .75rem;
+          font-size: 1.0625rem; }
+        button.pay.processing { background: #3d4f7a; cursor: progress; }
+        button.pay.processing .label::before { content: ""; display: inline-block; width: .9em; height: .9em;
+          margin-right: .5em; border: 2px solid #fff; border-right-color: transparent; border-radius: 50%;
+          vertical-align: -.1em; animation: spin .8s linear infinite; }
+        @keyframes spin { to { transform: rotate(360deg); } }
+        @media (prefers-reduced-motion: reduce) { button.pay.processing .label::before { animation: none; } }
         button.cancel { background: transparent; color: var(--accent); border: 1px solid var(--accent);
-          margin-top: .75rem; }
-        :focus-visible { outline: 3px solid #f2a900; outline-offset: 2px; }
-        footer { color: var(--muted); font-size: .8125rem; text-align: center; margin-top: 1rem; }
+          margin-top: .5rem; padding: .5rem 1rem; font-weight: 600; }
+        :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; box-shadow: 0 0 0 5px #ffffff; }
+        .summary:focus { outline: 3px solid var(--focus); outline-offset: 2px; }
+        footer { color: var(--muted); font-size: .8125rem; text-align: center; margin-top: .75rem; }
         .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
           white-space: nowrap; }
+        code { overflow-wrap: anywhere; }
         [hidden] { display: none !important; }
-        @media (max-width: 420px) { main { padding: .5rem; } .sheet { padding: 1rem; border-radius: 0; }
-          .row { grid-template-columns: 1fr; } .amount { font-size: 1.25rem; } }
+        @media (min-width: 56rem) {
+          main { max-width: 60rem; padding: 2rem 1rem; }
+          .sheet:not(.message) { display: grid; grid-template-columns: 19rem minmax(0, 1fr); gap: 0 2.5rem;
+            padding: 2rem; }
+          header.merchant { display: block; border-bottom: 0; border-right: 1px solid #d5d6de; padding: 0 1.5rem 0 0; }
+          header.merchant h1 { font-size: 1.25rem; margin-bottom: .5rem; }
+          .amount { font-size: 2rem; margin-bottom: .75rem; }
+          .pane { min-width: 0; }
+        }
+        @media (max-width: 26rem) { main { padding: 0; } .sheet { border-radius: 0; padding: .75rem 1rem 1rem; }
+          .brands li:nth-child(n+4) { display: none; } .brands li.active { display: flex; }
+          .with-logos input { padding-right: 6.75rem; } .with-logos.one-brand input { padding-right: 3rem; }
+          label .hint { display: block; margin-left: 0; } }
 
         """
 

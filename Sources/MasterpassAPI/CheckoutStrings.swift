@@ -21,6 +21,14 @@ struct CheckoutStrings: Sendable {
         (locale == .frFR ? decimal.replacingOccurrences(of: ".", with: ",") : decimal) + "\u{00A0}" + currency
     }
 
+    /// `message` written as a sentence: capital first letter, full stop at the end.
+    func sentence(_ message: String) -> String {
+        guard let first = message.first else { return message }
+        var text = first.uppercased() + message.dropFirst()
+        if let last = text.last, !".!?".contains(last) { text += "." }
+        return text
+    }
+
     /// `message` in this locale when the table knows it, else as given.
     func message(_ message: String) -> String {
         guard locale == .frFR else { return message }
@@ -43,6 +51,9 @@ struct CheckoutStrings: Sendable {
         case pairingConsent, pay, cancel, errorSummary, authenticationFailed, securedBy, optional
         case errorTitle, errorIntro, expiredTitle, expiredText, waitingTitle, waitingText, continueLabel
         case brandUnknown, brandRefused, cardEnding, expires, notFoundTitle, notFoundText
+        case securedShort, securityCodeHintShort, processing, errorText, reference, chooseCountry, somethingWentWrong
+        case inlineNumberInvalid, inlineNumberIncomplete, inlineExpiryInvalid, inlineExpiryPast
+        case inlineSecurityCodeInvalid, inlineBrandNotAccepted
 
         var english: String {
             switch self {
@@ -93,6 +104,21 @@ struct CheckoutStrings: Sendable {
             case .expires: "expires"
             case .notFoundTitle: "Checkout not found"
             case .notFoundText: "This checkout link is not valid. Return to the merchant's site and start again."
+            case .securedShort: "Secure payment by CardVault"
+            case .securityCodeHintShort: "3 or 4 digits on your card"
+            case .processing: "Processing your payment…"
+            case .errorText:
+                "The link to this payment is not valid or was changed. Return to the merchant's site and start the "
+                    + "payment again."
+            case .reference: "Reference for the merchant:"
+            case .chooseCountry: "Choose a country"
+            case .somethingWentWrong: "Something went wrong on our side. Please try again in a moment."
+            case .inlineNumberInvalid: "The card number is not valid. Check the digits on your card."
+            case .inlineNumberIncomplete: "The card number is incomplete."
+            case .inlineExpiryInvalid: "Enter the expiry date as MM/YY, such as 04/29."
+            case .inlineExpiryPast: "This card has expired. Use another card."
+            case .inlineSecurityCodeInvalid: "Enter the {n}-digit security code of your card."
+            case .inlineBrandNotAccepted: "{brand} cards are not accepted here. Use another card."
             }
         }
     }
@@ -123,6 +149,19 @@ struct CheckoutStrings: Sendable {
         .brandRefused: "Ce type de carte n'est pas accepté ici", .cardEnding: "se terminant par", .expires: "expire",
         .notFoundTitle: "Paiement introuvable",
         .notFoundText: "Ce lien de paiement n'est pas valide. Revenez sur le site du marchand et recommencez.",
+        .securedShort: "Paiement sécurisé par CardVault", .securityCodeHintShort: "3 ou 4 chiffres sur votre carte",
+        .processing: "Paiement en cours…",
+        .errorText:
+            "Le lien de ce paiement n'est pas valide ou a été modifié. Revenez sur le site du marchand et recommencez "
+            + "le paiement.",
+        .reference: "Référence pour le marchand :", .chooseCountry: "Choisissez un pays",
+        .somethingWentWrong: "Un problème est survenu de notre côté. Réessayez dans un instant.",
+        .inlineNumberInvalid: "Le numéro de carte n'est pas valide. Vérifiez les chiffres de votre carte.",
+        .inlineNumberIncomplete: "Le numéro de carte est incomplet.",
+        .inlineExpiryInvalid: "Saisissez la date d'expiration au format MM/AA, par exemple 04/29.",
+        .inlineExpiryPast: "Cette carte a expiré. Utilisez une autre carte.",
+        .inlineSecurityCodeInvalid: "Saisissez le code de sécurité à {n} chiffres de votre carte.",
+        .inlineBrandNotAccepted: "Les cartes {brand} ne sont pas acceptées ici. Utilisez une autre carte.",
     ]
 
     static let frenchMessages: [String: String] = [

@@ -110,8 +110,7 @@ struct CheckoutPageHandlers: Sendable {
         do {
             items = try request.query().pairs.map { ($0.name, $0.value) }
         } catch {
-            return html(
-                CheckoutPage.error(CheckoutError.invalid("query", "the query string is malformed"), locale: .enUS), 400)
+            return refused(CheckoutError.invalid("query", "the query string is malformed"), request, locale: .enUS, 400)
         }
         let locale = items.first { $0.0 == "locale" }.flatMap { CheckoutLocale(parsing: $0.1) } ?? .enUS
         do {
@@ -123,9 +122,11 @@ struct CheckoutPageHandlers: Sendable {
         } catch let error as CheckoutError where error.code == .notFound {
             return html(CheckoutPage.notFound(locale: locale), 404)
         } catch let error as CheckoutError {
-            request.logger.info("checkout refused", ["code": .string(error.code.rawValue)])
-            if wantsJSON(request) { return MasterpassErrorResponse(error).makeResponse() }
-            return html(CheckoutPage.error(error, locale: locale), MasterpassErrorResponse.mapping(error.code).0)
+            if wantsJSON(request) {
+                request.logger.info("checkout refused", ["code": .string(error.code.rawValue)])
+                return MasterpassErrorResponse(error).makeResponse()
+            }
+            return refused(error, request, locale: locale, MasterpassErrorResponse.mapping(error.code).0)
         } catch {
             return unexpected(error, request, locale: locale)
         }
@@ -151,8 +152,7 @@ struct CheckoutPageHandlers: Sendable {
             fields = try request.formFields()
             request.wipeBody()  // the card number now lives in `fields` only
         } catch {
-            return html(
-                CheckoutPage.error(CheckoutError.invalid("form", "the form data is malformed"), locale: .enUS), 400)
+            return refused(CheckoutError.invalid("form", "the form data is malformed"), request, locale: .enUS, 400)
         }
         let form = Self.form(fields)
         var device: [String: String] = [:]
@@ -210,7 +210,10 @@ struct CheckoutPageHandlers: Sendable {
         switch step {
         case .form(let session, let errors):
             let status: HTTPStatus = errors.isEmpty && session.problem == nil ? .ok : 422
-            return html(CheckoutPage.form(session: session, fieldErrors: errors, values: values), status)
+            var kept = values
+            // The card number goes back into its field only when the server found it valid.
+            if errors.contains(where: { $0.field == "cardNumber" }) { kept.cardNumber = "" }
+            return html(CheckoutPage.form(session: session, fieldErrors: errors, values: kept), status)
         case .redirect(let location):
             return redirect(location)
         case .waiting(let session):
@@ -250,7 +253,11 @@ struct CheckoutPageHandlers: Sendable {
                 ]
             ).makeResponse()
         }
-        return html(CheckoutPage.error(CheckoutError(.unavailable, message), locale: .enUS), .tooManyRequests)
+        return html(
+            CheckoutPage.error(
+                locale: .enUS, reference: request.requestID,
+                text: "Too many requests came from your network. Wait \(seconds) seconds and try again."),
+            .tooManyRequests)
     }
 
     func wantsJSON(_ request: Request) -> Bool {
@@ -259,12 +266,26 @@ struct CheckoutPageHandlers: Sendable {
 
     func unexpected(_ error: any Error, _ request: Request, locale: CheckoutLocale) -> Response {
         if let error = error as? CheckoutError {
-            return html(CheckoutPage.error(error, locale: locale), MasterpassErrorResponse.mapping(error.code).0)
+            return refused(error, request, locale: locale, MasterpassErrorResponse.mapping(error.code).0)
         }
         request.logger.error("checkout page failed", ["error": .string(String(describing: type(of: error)))])
         return html(
-            CheckoutPage.error(CheckoutError(.unavailable, "Something went wrong; please try again"), locale: locale),
+            CheckoutPage.error(
+                locale: locale, reference: request.requestID, text: CheckoutStrings(locale)[.somethingWentWrong]),
             500)
+    }
+
+    /// The shopper-safe page for a refused checkout request; the developer detail (each field and why) goes to
+    /// the log under the request id the page shows.
+    func refused(_ error: CheckoutError, _ request: Request, locale: CheckoutLocale, _ status: HTTPStatus) -> Response {
+        var detail: [String: LogValue] = ["code": .string(error.code.rawValue)]
+        let fields =
+            error.fieldErrors.isEmpty ? [CheckoutFieldError(field: "", message: error.message)] : error.fieldErrors
+        detail["fields"] = .string(
+            fields.map { $0.field.isEmpty ? $0.message : $0.field + ": " + $0.message }
+                .joined(separator: "; "))
+        request.logger.info("checkout refused", detail)
+        return html(CheckoutPage.error(locale: locale, reference: request.requestID), status)
     }
 
     static func form(_ fields: FormFields) -> CheckoutForm {
@@ -287,7 +308,8 @@ struct CheckoutPageHandlers: Sendable {
         return CheckoutFormValues(
             cardHolderName: form.cardHolderName ?? "", expiry: form.expiry ?? "", billing: form.billing,
             shipping: form.shipping, shippingSameAsBilling: form.shippingSameAsBilling, email: form.email ?? "",
-            phone: form.phone ?? "", pairingConsent: form.pairingConsent, savedCardId: form.savedCardId ?? "")
+            phone: form.phone ?? "", pairingConsent: form.pairingConsent, savedCardId: form.savedCardId ?? "",
+            cardNumber: String((fields["cardNumber"] ?? "").filter { $0.isNumber || $0 == " " }.prefix(23)))
     }
 }
 
@@ -393,7 +415,8 @@ struct MasterpassHandlers: Sendable {
             clientId: clientId, checkoutId: try string(body, "checkoutId"),
             callbackPrefixes: try strings(body, "callbackUrlPrefixes"),
             allowedCardTypes: try strings(body, "allowedCardTypes"), merchantName: try string(body, "merchantName"),
-            threeDSPolicy: try string(body, "threeDSPolicy"), cvcPolicy: try string(body, "cvcPolicy"))
+            threeDSPolicy: try string(body, "threeDSPolicy"), cvcPolicy: try string(body, "cvcPolicy"),
+            addressFields: try string(body, "addressFields"))
         return try json(MasterpassRegistrationView(registration), status: 201)
     }
 
@@ -473,8 +496,10 @@ struct MasterpassRegistrationView: Encodable {
     var creationDate: Int64
     var threeDSPolicy: String
     var cvcPolicy: String
+    var addressFields: String
 
     init(_ registration: CheckoutRegistration) {
+        addressFields = (registration.addressFields ?? .full).rawValue
         checkoutId = registration.checkoutId
         callbackUrlPrefixes = registration.callbackPrefixes.map(\.description)
         allowedCardTypes = registration.allowedCardTypes.map(\.rawValue).sorted()

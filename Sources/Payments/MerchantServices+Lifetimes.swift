@@ -50,6 +50,7 @@ extension MerchantServices {
             RecordLifetime(kept: Collections.cardsByUser, "with its card"),
             RecordLifetime(kept: Collections.cardsByFingerprint, "with its card"),
             RecordLifetime(kept: PayInService.payIns, "until the merchant's data is removed"),
+            RecordLifetime(kept: Collections.webPayIns, "until the merchant's data is removed"),
             RecordLifetime(kept: PayInService.validations, "until the merchant's data is removed"),
             RecordLifetime(kept: PayInService.refunds, "until the merchant's data is removed"),
             RecordLifetime(kept: PayInService.byCard, "with its transaction"),

@@ -79,6 +79,8 @@ public struct PayInRequest: Sendable, Equatable {
     public var profilingAttemptReference: String?
     public var preferredCardNetwork: String?
     public var paymentCategory: String?
+    /// What the ACS page shows when the caller knows better than the request (see ``ChallengeDisplay``).
+    public var challengeDisplay: ChallengeDisplay?
 
     public init() {}
 }
@@ -146,6 +148,8 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var hold: PreauthorizationStateMachine? = nil
     /// For a capture: the preauthorization (`PaymentType` PREAUTHORIZED) or deposit it captured.
     public var capturedFrom: CaptureSource? = nil
+    /// What the ACS page shows (amount, merchant, language) when the flow that started it said more.
+    public var challengeDisplay: ChallengeDisplay? = nil
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds {

@@ -21,6 +21,12 @@ public struct ChallengeView: Sendable, Equatable {
     public var statementDescriptor: String?
     public var isFinal: Bool
     public var status: String
+    /// What the flow that started the authentication asked the page to show, if anything.
+    public var display: ChallengeDisplay? = nil
+    /// The transaction's `Culture` (a two-letter language code), if given.
+    public var culture: String? = nil
+    /// True for a card validation (no funds move unless ``display`` names an amount).
+    public var isCardValidation: Bool = false
 }
 
 /// Direct card pay-ins, card validations and refunds: validation of the merchant's request, risk scoring,
@@ -129,6 +135,7 @@ public struct PayInService: Sendable {
             fingerprint: checked.card.fingerprint, deviceId: deviceId, creationDate: now, executionDate: nil,
             refunded: 0)
         payIn.hold = Self.newHold(purpose, authorized: checked.debited.amount, now: now)
+        payIn.challengeDisplay = request.challengeDisplay
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
@@ -400,7 +407,9 @@ public struct PayInService: Sendable {
             try await cards.read(clientId: clientId, id: payIn.cardId)?.value.alias ?? payIn.cardInfo.bin + "XXXXXX"
         return ChallengeView(
             transactionId: payIn.id, amount: payIn.debitedFunds, cardAlias: alias,
-            statementDescriptor: payIn.statementDescriptor, isFinal: payIn.machine.state.isFinal, status: payIn.status)
+            statementDescriptor: payIn.statementDescriptor, isFinal: payIn.machine.state.isFinal, status: payIn.status,
+            display: payIn.challengeDisplay, culture: payIn.culture,
+            isCardValidation: payIn.machine.purpose == .cardValidation)
     }
 
     private func authenticatedChallenge(

@@ -212,9 +212,9 @@ extension PayIn: BinaryRecord, BinarySchema {
         .string(23, \.preferredCardNetwork), .string(24, \.paymentCategory), .record(25, \.risk),
         .string(26, \.fingerprint), .string(27, \.deviceId), .int(28, \.creationDate), .int(29, \.executionDate),
         .int(30, \.refunded), .int(31, \.refundedFees), .record(32, \.hold), .record(33, \.capturedFrom),
-        // 34-37: recurring and wallet pay-ins (PayInKind).
+        // 34-37: recurring and wallet pay-ins (PayInKind); 38: what the ACS page shows.
         .string(34, \.kind), .string(35, \.recurringRegistrationId), .string(36, \.walletNetwork),
-        .string(37, \.walletTransactionId),
+        .string(37, \.walletTransactionId), .record(38, \.challengeDisplay),
     ]
     public static var binaryBlank: Self {
         PayIn(

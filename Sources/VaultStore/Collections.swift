@@ -64,6 +64,9 @@ public enum Collections {
     // MARK: The checkout's shoppers in the merchant API (CardVaultApp's card-vault adapter)
     public static let checkoutShoppers = "checkout-shoppers"
 
+    // MARK: Web card pay-ins (hosted payment page)
+    public static let webPayIns = "web-payins"
+
     /// Every name above, for listings and the uniqueness test.
     public static let all: [String] = [
         clients, bearerTokens, users, wallets, walletsByUser, registrations, cards, cardsByUser, cardsByFingerprint,
@@ -72,6 +75,6 @@ public enum Collections {
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
         checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
-        preauthorizations, depositPreauthorizations, holdsExpiring,
+        preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns,
     ]
 }

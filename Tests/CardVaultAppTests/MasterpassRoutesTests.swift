@@ -314,18 +314,25 @@ extension Response {
             let page = await h.send("GET", url + tampering)
             #expect(page.status == 400, "\(tampering)")
             #expect(page.headers["Location"] == nil)
-            #expect(page.bodyText.contains("cannot be set in the checkout URL"), "\(tampering)")
+            // The shopper gets a safe page; what was wrong is in the JSON answer (and the log).
+            #expect(page.bodyText.contains("This checkout cannot be opened"), "\(tampering)")
+            #expect(!page.bodyText.contains("cannot be set in the checkout URL"), "\(tampering)")
             let json = await h.send("GET", url + tampering, headers: ["Accept": "application/json"])
             #expect(json.reasons.map(\.reason) == ["INVALID_REQUEST"])
+            #expect(json.bodyText.contains("cannot be set in the checkout URL"), "\(tampering)")
         }
         let otherCart = await h.send("GET", url.replacingOccurrences(of: "cartId=cart-1", with: "cartId=cart-9"))
         #expect(otherCart.status == 400)
-        #expect(otherCart.bodyText.contains("cartId is not the cart the merchant started this checkout for"))
+        let otherCartJSON = await h.send(
+            "GET", url.replacingOccurrences(of: "cartId=cart-1", with: "cartId=cart-9"),
+            headers: ["Accept": "application/json"])
+        #expect(otherCartJSON.bodyText.contains("cartId is not the cart the merchant started this checkout for"))
         // An old-style URL that carries everything in its query opens nothing.
         let legacy = await h.send(
             "GET", "/srci/?checkoutId=\(Harness.checkoutId)&cartId=c&amount=1.00&currency=USD&allowedCardTypes=master")
         #expect(legacy.status == 400)
-        #expect(legacy.bodyText.contains("checkoutSessionId is required"))
+        #expect(legacy.bodyText.contains("This checkout cannot be opened"))
+        #expect(!legacy.bodyText.contains("checkoutSessionId is required"))
         let unknown = await h.send(
             "GET", "/srci/?checkoutId=\(Harness.checkoutId)&checkoutSessionId=" + String(repeating: "A", count: 32))
         #expect(unknown.status == 404)
@@ -353,7 +360,7 @@ extension Response {
         #expect(response.bodyText.contains(#"id="cardNumber" name="cardNumber" value="""#))
         #expect(!response.bodyText.contains("4000"))
         #expect(response.bodyText.contains("&lt;b&gt;Ada"))
-        #expect(response.bodyText.contains("the card number is not valid"))
+        #expect(response.bodyText.contains("The card number is not valid."))
     }
 
     @Test func cancelAndChallengeRedirects() async throws {
@@ -429,7 +436,7 @@ extension Response {
         var seen: Set<String> = [pairingId, current]
         for _ in 0..<2 {
             let body =
-                #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":5,"currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
+                #"{"checkoutId":"\#(Harness.checkoutId)","pairingId":"\#(current)","amount":"5.00","currency":"USD","cardId":"\#(cards[0]["cardId"] as? String ?? "")","shippingAddressId":"\#(addresses[0]["addressId"] as? String ?? "")","digitalGoods":false}"#
             let express = await h.send("POST", "/masterpass/expresscheckout", as: "shop", body: body)
             #expect(express.status == 200, "\(express.bodyText)")
             current = try #require(express.jsonObject["pairingId"] as? String)

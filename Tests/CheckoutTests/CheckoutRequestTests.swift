@@ -107,6 +107,13 @@ import Testing
     @Test func yenAmountsHaveNoDecimals() {
         #expect(fieldErrors(["currency": "JPY", "amount": "12.5"])["amount"]?.contains("whole number") == true)
         #expect(fieldErrors(["currency": "JPY", "amount": "1250"]).isEmpty)
+        // Major units with exactly the currency's decimals: 4990 for EUR is not silently 4990.00 EUR.
+        let bare = fieldErrors(["currency": "EUR", "amount": "4990"])["amount"]
+        #expect(bare?.contains("exactly 2 decimals in EUR") == true)
+        #expect(bare?.contains("write 4990.00 for 4990.00 EUR, or 49.90 if 4990 is in minor units") == true)
+        #expect(fieldErrors(["currency": "EUR", "amount": "49.9"])["amount"]?.contains("exactly 2 decimals") == true)
+        #expect(fieldErrors(["currency": "EUR", "amount": "4990.00"]).isEmpty)
+        #expect(fieldErrors(["currency": "BHD", "amount": "1.25"])["amount"]?.contains("exactly 3 decimals") == true)
         #expect(fieldErrors(["currency": "BHD", "amount": "1.255"]).isEmpty)
     }
 

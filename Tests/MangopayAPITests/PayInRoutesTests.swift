@@ -161,7 +161,9 @@ extension MangopayHarness {
         #expect(page.headers["Cache-Control"] == "no-store" && page.headers["Referrer-Policy"] == "no-referrer")
         #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'none'") == true)
         let html = page.bodyText
-        #expect(html.contains("12.34 EUR") && html.contains("497010XXXXXX8183") && !html.contains("4970105181818183"))
+        #expect(
+            html.contains("12.34\u{00A0}EUR") && html.contains("497010XXXXXX8183") && !html.contains("4970105181818183")
+        )
         #expect(
             html.contains(#"name="code""#) && html.contains(#"value="submit""#) && html.contains(#"value="cancel""#))
         #expect(!html.contains("<script"))
@@ -288,7 +290,9 @@ extension MangopayHarness {
                 transactionId: "p", amount: Funds(currency: "JPY", amount: 500), cardAlias: "a",
                 statementDescriptor: nil, isFinal: true, status: "SUCCEEDED"),
             action: "/a", secret: "s", challengeCode: "1")
-        #expect(final.contains("500 JPY") && final.contains("succeeded") && !final.contains(#"name="code""#))
+        #expect(
+            final.contains("500\u{00A0}JPY") && final.contains("Your payment was confirmed.")
+                && !final.contains("This payment is") && !final.contains(#"name="code""#))
     }
 
     @Test func challengedCardValidationMovesNoFundsAndSetsValidity() async throws {

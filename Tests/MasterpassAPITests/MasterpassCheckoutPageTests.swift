@@ -52,8 +52,7 @@ import Testing
         #expect(!html.contains("\"><b>"))
         #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"))
         #expect(html.contains("card&quot;&gt;&lt;b&gt;"))
-        let error = CheckoutPage.error(
-            CheckoutError.invalid([CheckoutFieldError(field: Self.hostile, message: Self.hostile)]), locale: .enUS)
+        let error = CheckoutPage.error(locale: .enUS, reference: Self.hostile, text: Self.hostile)
         #expect(!error.contains("<script>alert"))
     }
 
@@ -65,11 +64,15 @@ import Testing
                 CheckoutFieldError(field: "shippingCity", message: "enter the city"),
             ])
         let inputs = Self.ids(html, #"<input type="(?:text|email|tel)" id="([^"]+)""#)
+            .union(Self.ids(html, #"<select id="([^"]+)""#))
         let labels = Self.ids(html, #"<label for="([^"]+)""#)
         #expect(inputs.isSubset(of: labels))
         #expect(inputs.contains("cardNumber") && inputs.contains("shippingCountry") && inputs.contains("email"))
-        #expect(html.contains(#"aria-describedby="cardNumber-hint cardNumber-error" aria-invalid="true""#))
-        #expect(html.contains(##"<a href="#shippingCity">enter the city</a>"##))
+        #expect(html.contains(#"aria-describedby="cardNumber-error" aria-invalid="true""#))
+        // Errors are sentences, in the summary (which takes the focus) and next to their fields.
+        #expect(html.contains(##"<a href="#shippingCity">Enter the city.</a>"##))
+        #expect(html.contains(#"<p class="field-error" id="cardNumber-error">The card number is not valid.</p>"#))
+        #expect(html.contains(#"id="error-summary" autofocus"#))
         #expect(html.contains(#"role="alert""#))
         #expect(html.contains(#"autocomplete="cc-number""#))
         #expect(html.contains(#"name="pairingConsent""#))
@@ -77,8 +80,10 @@ import Testing
 
     @Test func showsOnlyTheAllowedBrands() throws {
         let html = CheckoutPage.form(session: try Self.session(["allowedCardTypes": "visa,amex"]), fieldErrors: [])
-        #expect(html.contains(#"<li data-brand="visa">Visa</li>"#))
-        #expect(html.contains(#"<li data-brand="amex">American Express</li>"#))
+        #expect(html.contains(#"<li data-brand="visa"><svg class="logo""#))
+        #expect(html.contains(#"role="img" aria-label="American Express""#))
+        // The logos sit inside the number field's box, after its input.
+        #expect(html.contains(#"<div class="with-logos"><input type="text" id="cardNumber""#))
         #expect(!html.contains(#"data-brand="mastercard""#))
         #expect(html.contains(#"{"allowed":["visa","amex"]"#))
     }
@@ -116,9 +121,10 @@ import Testing
         #expect(html.contains(#"<html lang="fr-FR">"#))
         #expect(html.contains("Numéro de carte"))
         #expect(html.contains("Payer 11,22\u{00A0}USD"))
-        #expect(html.contains("Les cartes Mastercard ne sont pas acceptées ici"))
-        #expect(html.contains("le code de sécurité doit comporter 4 chiffres"))
-        #expect(html.contains("saisissez la date d&#39;expiration au format MM/AA"))
+        #expect(html.contains("Les cartes Mastercard ne sont pas acceptées ici."))
+        #expect(html.contains("Le code de sécurité doit comporter 4 chiffres."))
+        #expect(html.contains("Saisissez la date d&#39;expiration au format MM/AA."))
+        #expect(html.contains(#"<option value="DE">Allemagne</option>"#))
         let english = CheckoutPage.form(session: try Self.session(), fieldErrors: [])
         #expect(english.contains("Pay 11.22\u{00A0}USD"))
         for key in CheckoutStrings.Key.allCases { #expect(CheckoutStrings.french[key] != nil, "\(key)") }
@@ -137,17 +143,44 @@ import Testing
         #expect(!html.contains("411111"))
     }
 
-    @Test func errorPageListsTheFieldsAndNothingElse() {
-        let html = CheckoutPage.error(
-            CheckoutError.invalid([
-                CheckoutFieldError(field: "amount", message: "amount may have at most 2 decimals in USD"),
-                CheckoutFieldError(field: "cartId", message: "cartId is required"),
-            ]), locale: .enUS)
-        #expect(html.contains("<strong>amount</strong>: amount may have at most 2 decimals in USD"))
-        #expect(html.contains("<strong>cartId</strong>: cartId is required"))
-        #expect(!html.contains("Swift"))
-        #expect(!html.contains(".swift"))
-        #expect(!html.contains("<form"))
+    @Test func errorPageIsShopperSafe() {
+        let html = CheckoutPage.error(locale: .frFR, reference: "req-42")
+        #expect(html.contains("Ce paiement ne peut pas être ouvert"))
+        #expect(html.contains("<code>req-42</code>"))
+        #expect(!html.contains("amount") && !html.contains("<form") && !html.contains(".swift"))
+    }
+
+    @Test func addressFieldsFollowTheCheckoutIdsSetting() throws {
+        var session = try Self.session(["suppressShippingAddress": "true"])
+        session.addressFields = CheckoutAddressFields.none
+        let none = CheckoutPage.form(session: session, fieldErrors: [])
+        #expect(!none.contains("billing") && !none.contains(#"id="email""#))
+        session.addressFields = .postalCodeAndCountry
+        let compact = CheckoutPage.form(session: session, fieldErrors: [])
+        #expect(compact.contains(#"id="billingPostalCode""#) && compact.contains(#"<select id="billingCountry""#))
+        #expect(!compact.contains("billingLine1") && !compact.contains("billingCity"))
+        session.addressFields = nil  // records from before the setting: full
+        let full = CheckoutPage.form(session: session, fieldErrors: [])
+        #expect(full.contains("billingLine1") && full.contains(#"id="email""#))
+        #expect(full.contains(#"<option value="US">United States</option>"#))
+        let restricted = CheckoutPage.form(
+            session: try Self.session(["shippingLocationProfile": "FR,BE"]), fieldErrors: [])
+        let start = try #require(restricted.range(of: #"<select id="shippingCountry""#))
+        let end = try #require(restricted.range(of: "</select>", range: start.upperBound..<restricted.endIndex))
+        let options = Self.ids(String(restricted[start.lowerBound..<end.lowerBound]), #"<option value="([A-Z]{2})""#)
+        #expect(options == ["BE", "FR"])
+    }
+
+    @Test func keepsAValidCardNumberButNeverTheSecurityCode() throws {
+        var values = CheckoutFormValues()
+        values.cardNumber = "5555 5555 5555 4444"
+        values.expiry = "12/30"
+        let html = CheckoutPage.form(
+            session: try Self.session(), fieldErrors: [CheckoutFieldError(field: "email", message: "x")], values: values
+        )
+        #expect(html.contains(#"id="cardNumber" name="cardNumber" value="5555 5555 5555 4444""#))
+        #expect(html.contains(#"id="securityCode" name="securityCode" value="""#))
+        #expect(html.contains(#"id="expiry" name="expiry" value="12/30""#))
     }
 
     @Test func brandTableIsGeneratedFromTheCatalog() throws {

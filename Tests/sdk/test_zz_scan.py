@@ -8,8 +8,11 @@ from test_mangopay_sdk import AMEX, VISA
 from test_payins_e2e import NUMBERS as PAYIN_NUMBERS
 from test_sdk_flows import NUMBERS as FLOW_NUMBERS
 
-NUMBERS = [VISA, AMEX, "4970107111111118"] + PAYIN_NUMBERS
-SECURITY_CODES = ["cardCvx=123", "cardCvx=1234"]
+# 5033950000020004 and 5555555555554444: the hosted pages' browser tests (test_pages_browser.py; not imported, so
+# that this scan never depends on Selenium being installed).
+NUMBERS = [VISA, AMEX, "4970107111111118", "5033950000020004", "5555555555554444"] + PAYIN_NUMBERS
+# The hosted pages post `securityCode` (the checkout and the web card pay-in page).
+SECURITY_CODES = ["cardCvx=123", "cardCvx=1234", "securityCode=123"]
 
 
 def encodings(text):
