@@ -1,4 +1,5 @@
 import Checkout
+import Hooks
 public import Configuration
 public import HTTPServer
 public import Payments
@@ -39,7 +40,7 @@ public enum BackgroundServices {
     /// Every collection the daemon writes, with its lifetime: the merchant API's, the hosted checkout's, and the
     /// checkout shoppers that join them.
     static func recordLifetimes(services: MerchantServices, checkout: CheckoutService) -> [RecordLifetime] {
-        services.recordLifetimes + checkout.recordLifetimes + [
+        services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
             RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at")
         ]
     }

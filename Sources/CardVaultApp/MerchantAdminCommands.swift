@@ -19,6 +19,7 @@ public enum MerchantAdminCommands {
         }
         MasterpassAdminCommands.register(services, in: handlers)
         ForwardAssembly.registerAdminCommands(services, in: handlers)
+        HookAssembly.registerAdminCommands(services, in: handlers)
         handlers.register("clients.list") { _, _ in
             let clients = try await services.clients.all()
             return .array(

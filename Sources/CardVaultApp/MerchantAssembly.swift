@@ -1,6 +1,7 @@
 public import Configuration
 public import Forward
 import Foundation
+public import Hooks
 public import HTTPServer
 import MangopayAPI
 public import Payments
@@ -49,7 +50,7 @@ public enum MerchantAssembly {
     /// stored in clear) to `announce`.
     public static func routes(
         configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
-        announce: @escaping @Sendable (String) -> Void
+        hooks: HookService? = nil, announce: @escaping @Sendable (String) -> Void
     ) async throws -> [any RouteGroup] {
         if try await services.clients.all().isEmpty {
             let credentials = try await services.clients.create(name: developmentClientName)
@@ -64,5 +65,6 @@ public enum MerchantAssembly {
             PayInRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
+            + [HookRoutes(hooks: hooks ?? HookAssembly.service(configuration: configuration, services: services), services: services)]
     }
 }

@@ -506,6 +506,24 @@ public struct PayInService: Sendable {
         }
     }
 
+    /// The events of a transaction's step, for its batch: `…_CREATED` when it is new, then `…_SUCCEEDED` or
+    /// `…_FAILED` when the step made it final.
+    static func eventWrites(
+        _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment
+    ) throws -> [RecordWrite] {
+        let isPayIn = payIn.machine.purpose == .payIn
+        var types: [EventType] = []
+        if created { types.append(isPayIn ? .payInNormalCreated : .cardValidationCreated) }
+        switch payIn.machine.state {
+        case .succeeded: types.append(isPayIn ? .payInNormalSucceeded : .cardValidationSucceeded)
+        case .failed: types.append(isPayIn ? .payInNormalFailed : .cardValidationFailed)
+        case .created, .awaitingChallenge: break
+        }
+        return try types.flatMap {
+            try EventLog.writes($0, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
+        }
+    }
+
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
@@ -525,6 +543,7 @@ public struct PayInService: Sendable {
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
         // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
+        let eventWrites = try Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
         let walletKey =
             actions.contains(.creditWallet)
             ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
@@ -545,6 +564,7 @@ public struct PayInService: Sendable {
                     condition: previousVersion.map { .version($0) } ?? .absent)
             ]
             writes += extra
+            writes += eventWrites
             if payIn.machine.state.isFinal {
                 writes += PayInRiskHistory.outcomeWrites(
                     clientId: payIn.clientId, keys: keys, transactionId: payIn.id,

@@ -89,6 +89,20 @@ public enum EventLog {
             random: environment.random)
     }
 
+    /// The start of every event id of `clientId` (scan ``Collections/events`` with it).
+    public static func idPrefix(clientId: String) -> String { Identifier.scoped(clientId, "") }
+
+    /// The event id position of `clientId` at `micros` microseconds: ids after it are of later events (scan with it
+    /// as `after` to skip earlier ones).
+    public static func idPosition(clientId: String, micros: Int64) -> String {
+        idPrefix(clientId: clientId) + padded(micros)
+    }
+
+    static func padded(_ micros: Int64) -> String {
+        let stamp = String(max(0, micros))
+        return String(repeating: "0", count: max(0, 16 - stamp.utf8.count)) + stamp
+    }
+
     /// A new event at the clock's time (microsecond order within the client; a random suffix keeps two events
     /// of one microsecond apart).
     static func make(
@@ -96,9 +110,7 @@ public enum EventLog {
     ) -> PaymentEvent {
         let seconds = clock.now.timeIntervalSince1970
         let micros = Int64((seconds * 1_000_000).rounded(.down))
-        let stamp = String(micros)
-        let padded = String(repeating: "0", count: max(0, 16 - stamp.utf8.count)) + stamp
-        let id = Identifier.indexed(clientId, padded, Identifier.make("evt_", random: random))
+        let id = Identifier.indexed(clientId, padded(micros), Identifier.make("evt_", random: random))
         return PaymentEvent(
             clientId: clientId, resourceId: resourceId, eventType: type, date: Int64(seconds.rounded(.down)), id: id)
     }

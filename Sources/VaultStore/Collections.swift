@@ -36,6 +36,14 @@ public enum Collections {
     public static let events = "events"
     /// Events not yet handed to the hook delivery engine, written in the same batch as the event.
     public static let eventOutbox = "event-outbox"
+    /// The merchants' hooks, one per `EventType` per client (Hooks).
+    public static let hooks = "hooks"
+    /// `clientId:EVENT_TYPE` → the hook id: keeps one hook per event type.
+    public static let hooksByEvent = "hooks-by-event"
+    /// The per-client secret that signs hook deliveries (`CardVault-Signature`).
+    public static let hookSecrets = "hook-secrets"
+    /// Events whose delivery was given up (3 days of failures, or an INVALID hook), kept for the operator.
+    public static let hookFailures = "hook-failures"
 
     // MARK: Hosted checkout (Checkout)
     public static let checkoutRegistrations = "checkout-registrations"
@@ -56,6 +64,7 @@ public enum Collections {
         vault, profilingAttempts, idempotency, payIns, validations, refunds, transactionsByCard, refundsByPayIn,
         challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
-        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
+        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox, hooks, hooksByEvent, hookSecrets,
+        hookFailures,
     ]
 }
