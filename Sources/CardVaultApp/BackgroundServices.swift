@@ -1,7 +1,7 @@
 import Checkout
-import Hooks
 public import Configuration
 public import HTTPServer
+import Hooks
 public import Payments
 public import VaultCore
 import VaultStore

@@ -1,8 +1,8 @@
 public import AdminChannel
 public import Configuration
 public import Forward
-public import Hooks
 public import HTTPServer
+public import Hooks
 public import Payments
 public import VaultCore
 public import VaultStore

@@ -17,7 +17,9 @@ public enum HookAssembly {
 
     /// The delivery engine with its own outbound client (2 s for the whole exchange, as Mangopay counts a
     /// delivery; 64 KiB answer cap; the hooks' address policy).
-    public static func engine(configuration: CardVaultConfiguration, hooks: HookService) -> (
+    public static func engine(
+        configuration: CardVaultConfiguration, hooks: HookService
+    ) -> (
         HookDeliveryEngine, OutboundHTTPClient
     ) {
         let client = OutboundHTTPClient(
@@ -51,7 +53,11 @@ public enum HookAssembly {
         handlers.register("hooks.list") { arguments, _ in
             let clientId = arguments["clientId"]?.stringValue
             let all: [Hook]
-            if let clientId { all = try await hooks.all(clientId: clientId) } else { all = try await hooks.allClients() }
+            if let clientId {
+                all = try await hooks.all(clientId: clientId)
+            } else {
+                all = try await hooks.allClients()
+            }
             let pending = try await hooks.pending(clientId: clientId)
             let failures = try await hooks.failures(clientId: clientId)
             return .object([

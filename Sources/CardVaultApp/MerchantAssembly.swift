@@ -1,8 +1,8 @@
 public import Configuration
 public import Forward
 import Foundation
-public import Hooks
 public import HTTPServer
+public import Hooks
 import MangopayAPI
 public import Payments
 public import VaultCore
@@ -65,6 +65,10 @@ public enum MerchantAssembly {
             PayInRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
-            + [HookRoutes(hooks: hooks ?? HookAssembly.service(configuration: configuration, services: services), services: services)]
+            + [
+                HookRoutes(
+                    hooks: hooks ?? HookAssembly.service(configuration: configuration, services: services),
+                    services: services)
+            ]
     }
 }

@@ -37,7 +37,8 @@ extension ConfigurationField {
             kind: .boolean
         ) { if case .integer(let value) = $1 { $0.hooks.allowPrivateAddresses = value == 1 } },
         ConfigurationField(
-            path: "hooks.maxConcurrentPerDestination", environmentName: "CARDVAULT_HOOKS_MAX_CONCURRENT_PER_DESTINATION",
+            path: "hooks.maxConcurrentPerDestination",
+            environmentName: "CARDVAULT_HOOKS_MAX_CONCURRENT_PER_DESTINATION",
             kind: .integer(1...256)
         ) { if case .integer(let value) = $1 { $0.hooks.maxConcurrentPerDestination = value } },
         ConfigurationField(

@@ -35,7 +35,10 @@ public struct OutboundHookTransport: HookTransport {
             let response = try await client.send(
                 OutboundRequest(
                     url: url, addresses: addresses, method: "GET",
-                    headers: [OutboundHeader(name: HookSignature.headerName, value: WipedBuffer(copying: Array(signature.utf8)))]
+                    headers: [
+                        OutboundHeader(
+                            name: HookSignature.headerName, value: WipedBuffer(copying: Array(signature.utf8)))
+                    ]
                 ))
             return response.status == 200 ? .delivered : .failed(reason: "status \(response.status)")
         } catch {
@@ -122,8 +125,9 @@ public final class HookDeliveryEngine: Sendable {
         for chain in chains {
             for entry in chain {
                 let key = HookService.eventKey(entry.state.clientId, entry.state.eventType)
-                if hooksByType[key] == nil, let hook = try await hooks.hook(
-                    clientId: entry.state.clientId, type: entry.state.eventType)
+                if hooksByType[key] == nil,
+                    let hook = try await hooks.hook(
+                        clientId: entry.state.clientId, type: entry.state.eventType)
                 {
                     hooksByType[key] = hook
                 }

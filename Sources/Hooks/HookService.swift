@@ -111,8 +111,7 @@ public struct HookService: Sendable {
 
     /// Changes a hook's `Url`, `Status` or `Tag` (its event type and validity are not the merchant's to set).
     /// - Throws: ``PaymentsError`` `.notFound`, `.invalidParameters`.
-    public func update(clientId: String, id: String, url: String?, status: String?, tag: String?) async throws -> Hook
-    {
+    public func update(clientId: String, id: String, url: String?, status: String?, tag: String?) async throws -> Hook {
         var problems: [String: String] = [:]
         let parsedStatus = try Self.status(status, &problems)
         if let tag, tag.utf8.count > 255 { problems["Tag"] = "The Tag must be at most 255 characters." }
@@ -120,7 +119,8 @@ public struct HookService: Sendable {
         guard problems.isEmpty else { throw PaymentsError.invalid(problems) }
         return try await retryingOnConflict(
             attempts: 5,
-            exhausted: PaymentsError(.concurrentChange, "The hook kept changing under this request; nothing was written")
+            exhausted: PaymentsError(
+                .concurrentChange, "The hook kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id) else {
                 throw PaymentsError.notFound("Hook", id: id)

@@ -80,7 +80,8 @@ public struct HookRoutes: RouteGroup {
             }
         }
         router.get(base + "/events") { request in
-            await api.authorized(request) { clientId in try await Self.events(request, clientId: clientId, hooks: hooks) }
+            await api.authorized(request) { clientId in try await Self.events(request, clientId: clientId, hooks: hooks)
+            }
         }
     }
 

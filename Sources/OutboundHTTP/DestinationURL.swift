@@ -183,7 +183,9 @@ public struct DestinationPrefix: Sendable, Hashable, CustomStringConvertible {
 
     /// True when `candidate` lies inside this prefix.
     public func allows(_ candidate: DestinationURL) -> Bool {
-        guard candidate.scheme == url.scheme, candidate.host == url.host, candidate.port == url.port else { return false }
+        guard candidate.scheme == url.scheme, candidate.host == url.host, candidate.port == url.port else {
+            return false
+        }
         let prefix = url.path
         if prefix == "/" { return true }
         if prefix.hasSuffix("/") { return candidate.path.hasPrefix(prefix) }

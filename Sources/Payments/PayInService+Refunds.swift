@@ -96,7 +96,8 @@ extension PayInService {
                     collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
                     value: [], condition: .unconditional),
             ]
-            for type in [EventType.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed] {
+            for type in [EventType.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed]
+            {
                 writes += try EventLog.writes(type, resourceId: refund.id, clientId: clientId, environment: environment)
             }
             if result == .success {

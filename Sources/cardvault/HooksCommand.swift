@@ -4,7 +4,8 @@ import Foundation
 /// `cardvault hooks`: the operator's view of hook deliveries (through the running daemon, or on the files).
 enum HooksCommand: Command {
     static let name = "hooks"
-    static let summary = "hook deliveries: list [CLIENT_ID], retry [CLIENT_ID], replay CLIENT_ID --from UNIX, rotate-secret"
+    static let summary =
+        "hook deliveries: list [CLIENT_ID], retry [CLIENT_ID], replay CLIENT_ID --from UNIX, rotate-secret"
     static let help = """
         usage: cardvault hooks list [CLIENT_ID] [--json] [--config FILE] [--data-dir DIR] [--keys-dir DIR]
                cardvault hooks retry [CLIENT_ID] [--config FILE] [--data-dir DIR] [--keys-dir DIR]

@@ -99,7 +99,8 @@ struct HookHarness {
         let writes = try EventLog.writes(type, resourceId: resourceId, clientId: clientId, environment: environment)
         try await store.commit(writes)
         clock.advance(by: 0.001)
-        return try RecordCoding.decode(PaymentEvent.self, from: try #require(try await store.get(Collections.events, id: writes[0].id)))
+        return try RecordCoding.decode(
+            PaymentEvent.self, from: try #require(try await store.get(Collections.events, id: writes[0].id)))
     }
 
     func outbox() async throws -> [HookDeliveryState] { try await hooks.pending() }
@@ -131,7 +132,10 @@ struct HookHarness {
         let report = try await h.engine.round()
         #expect(report.delivered == 1)
         let call = try #require(h.transport.calls.first)
-        #expect(call.url == "https://receiver.example/hook?shop=1&EventType=PAYIN_NORMAL_SUCCEEDED&RessourceId=payin_1&Date=\(event.date)")
+        #expect(
+            call.url
+                == "https://receiver.example/hook?shop=1&EventType=PAYIN_NORMAL_SUCCEEDED&RessourceId=payin_1&Date=\(event.date)"
+        )
         #expect(call.query == "shop=1&EventType=PAYIN_NORMAL_SUCCEEDED&RessourceId=payin_1&Date=\(event.date)")
         #expect(Receiver.accepts(call.signature, query: call.query, secret: secret, now: h.now))
         #expect(try await h.outbox().isEmpty)
@@ -165,7 +169,9 @@ struct HookHarness {
         #expect(Receiver.accepts(header, query: query, secret: "whsec_right", now: 1_767_225_610))
         #expect(HookSignature.verify(header: header, query: query, secret: "whsec_right", now: 1_767_225_610))
         #expect(!Receiver.accepts(header, query: query, secret: "whsec_wrong", now: 1_767_225_610))
-        #expect(!Receiver.accepts(header, query: query.replacing("payin_1", with: "payin_2"), secret: "whsec_right", now: 1_767_225_610))
+        #expect(
+            !Receiver.accepts(
+                header, query: query.replacing("payin_1", with: "payin_2"), secret: "whsec_right", now: 1_767_225_610))
         #expect(!Receiver.accepts(header, query: query, secret: "whsec_right", now: 1_767_225_600 + 301))
         #expect(!HookSignature.verify(header: header, query: query, secret: "whsec_right", now: 1_767_225_600 + 301))
         #expect(!HookSignature.verify(header: "t=1767225600", query: query, secret: "whsec_right", now: 1_767_225_600))
@@ -270,7 +276,8 @@ struct HookHarness {
         let h = HookHarness()
         for url in [
             "http://receiver.example/hook", "https://127.0.0.1/hook", "https://internal.example/hook",
-            "https://169.254.169.254/latest", "https://[::1]/hook", "ftp://receiver.example/", "https://nowhere.example/",
+            "https://169.254.169.254/latest", "https://[::1]/hook", "ftp://receiver.example/",
+            "https://nowhere.example/",
         ] {
             await #expect {
                 _ = try await h.hooks.create(

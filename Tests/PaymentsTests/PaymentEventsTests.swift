@@ -27,11 +27,13 @@ import VaultStore
         let (card, _) = try await f.card()
         let payIn = try await f.payIns.create(clientId: "shop", request: f.request(card: card, fees: 0))
         let refund = try await f.payIns.refund(
-            clientId: "shop", payInId: payIn.id, request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 100)))
+            clientId: "shop", payInId: payIn.id,
+            request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 100)))
         let events = try await Self.events(f.base.store)
         #expect(Self.names(events, for: f.payer.id) == ["USER_NATURAL_CREATED"])
         let registrationId = card.cardRegistrationId
-        #expect(Self.names(events, for: registrationId) == ["CARD_REGISTRATION_CREATED", "CARD_REGISTRATION_VALIDATED"])
+        #expect(
+            Self.names(events, for: registrationId) == ["CARD_REGISTRATION_CREATED", "CARD_REGISTRATION_VALIDATED"])
         #expect(Self.names(events, for: payIn.id) == ["PAYIN_NORMAL_CREATED", "PAYIN_NORMAL_SUCCEEDED"])
         #expect(Self.names(events, for: refund.id) == ["PAYIN_REFUND_CREATED", "PAYIN_REFUND_SUCCEEDED"])
     }
