@@ -12,6 +12,9 @@ public struct PaymentsEnvironment: Sendable {
     public var fingerprintKeys: any FingerprintKeySource
     public var configuration: PaymentsConfiguration
     public var logger: Logger
+    /// Keeps this process's event ids strictly increasing (``EventLog``), so one resource's events list in the
+    /// order they happened even within one microsecond or one batch.
+    public let eventStamps = EventStamps()
 
     public init(
         store: any RecordStore,
