@@ -60,7 +60,7 @@ public final class HookDeliveryEngine: Sendable {
     public let schedule: HookSchedule
     public let metrics: HookMetrics
     public let maxConcurrentPerDestination: Int
-    /// Outbox entries looked at per round.
+    /// Outbox entries read per page (a round reads every page, so a backlog never hides later events).
     public let batchSize: Int
     private let limiter: DestinationLimiter
 
@@ -100,58 +100,69 @@ public final class HookDeliveryEngine: Sendable {
     /// One pass over the outbox: every due event whose resource has no earlier event waiting is attempted.
     @discardableResult
     public func round() async throws -> RoundReport {
-        let records = try await store.scan(Collections.eventOutbox, prefix: "", after: nil, limit: batchSize)
-        var chains: [[Entry]] = []
-        var chainIndex: [String: Int] = [:]
-        for record in records {
-            guard let state = try? RecordCoding.decode(HookDeliveryState.self, from: record) else {
-                logger.warning("undecodable outbox entry kept", ["service": .string("hook-delivery")])
-                continue
-            }
-            let key = state.clientId + ":" + state.resourceId
-            if let index = chainIndex[key] {
-                chains[index].append(Entry(state: state, version: record.version))
-            } else {
-                chainIndex[key] = chains.count
-                chains.append([Entry(state: state, version: record.version)])
-            }
-        }
-        metrics.recordOutbox(
-            pending: records.count, oldestDate: records.isEmpty ? nil : chains.flatMap { $0 }.map(\.state.date).min(),
-            now: now)
-        // Hooks and secrets, read once per round for every client seen.
+        let now = self.now
+        var total = RoundReport()
+        var pending = 0
+        var oldest: Int64?
+        // Resources whose earlier event is still waiting: their later events wait too, on every later page.
+        var blocked = Set<String>()
         var hooksByType: [String: Stored<Hook>] = [:]
         var secrets: [String: String] = [:]
-        for chain in chains {
-            for entry in chain {
-                let key = HookService.eventKey(entry.state.clientId, entry.state.eventType)
-                if hooksByType[key] == nil,
-                    let hook = try await hooks.hook(
-                        clientId: entry.state.clientId, type: entry.state.eventType)
-                {
-                    hooksByType[key] = hook
+        var after: String?
+        while true {
+            let records = try await store.scan(Collections.eventOutbox, prefix: "", after: after, limit: batchSize)
+            pending += records.count
+            var chains: [(key: String, entries: [Entry])] = []
+            var chainIndex: [String: Int] = [:]
+            for record in records {
+                guard let state = try? RecordCoding.decode(HookDeliveryState.self, from: record) else {
+                    logger.warning("undecodable outbox entry kept", ["service": .string("hook-delivery")])
+                    continue
                 }
-                if secrets[entry.state.clientId] == nil,
-                    let secret = try await hooks.secret(clientId: entry.state.clientId)
+                oldest = min(oldest ?? state.date, state.date)
+                let key = state.clientId + ":" + state.resourceId
+                guard !blocked.contains(key) else { continue }
+                if let index = chainIndex[key] {
+                    chains[index].entries.append(Entry(state: state, version: record.version))
+                } else {
+                    chainIndex[key] = chains.count
+                    chains.append((key, [Entry(state: state, version: record.version)]))
+                }
+                // Hooks and secrets, read once per round for every client and type seen.
+                let hookKey = HookService.eventKey(state.clientId, state.eventType)
+                if hooksByType[hookKey] == nil,
+                    let hook = try await hooks.hook(clientId: state.clientId, type: state.eventType)
                 {
-                    secrets[entry.state.clientId] = secret
+                    hooksByType[hookKey] = hook
+                }
+                if secrets[state.clientId] == nil, let secret = try await hooks.secret(clientId: state.clientId) {
+                    secrets[state.clientId] = secret
                 }
             }
-        }
-        let snapshot = RoundInputs(hooks: hooksByType, secrets: secrets, now: now)
-        return await withTaskGroup(of: RoundReport.self) { group in
-            for chain in chains {
-                group.addTask { await self.run(chain, inputs: snapshot) }
+            let inputs = RoundInputs(hooks: hooksByType, secrets: secrets, now: now)
+            let outcomes = await withTaskGroup(of: (String, RoundReport, Bool).self) { group in
+                for chain in chains {
+                    group.addTask {
+                        let (report, stopped) = await self.run(chain.entries, inputs: inputs)
+                        return (chain.key, report, stopped)
+                    }
+                }
+                var outcomes: [(String, RoundReport, Bool)] = []
+                for await outcome in group { outcomes.append(outcome) }
+                return outcomes
             }
-            var total = RoundReport()
-            for await report in group {
+            for (key, report, stopped) in outcomes {
                 total.delivered += report.delivered
                 total.failed += report.failed
                 total.gaveUp += report.gaveUp
                 total.dropped += report.dropped
+                if stopped { blocked.insert(key) }
             }
-            return total
+            guard records.count == batchSize, let last = records.last else { break }
+            after = last.id
         }
+        metrics.recordOutbox(pending: pending, oldestDate: oldest, now: now)
+        return total
     }
 
     struct RoundInputs: Sendable {
@@ -161,7 +172,7 @@ public final class HookDeliveryEngine: Sendable {
     }
 
     /// A resource's events, in order, until one is not due or fails.
-    private func run(_ chain: [Entry], inputs: RoundInputs) async -> RoundReport {
+    private func run(_ chain: [Entry], inputs: RoundInputs) async -> (RoundReport, Bool) {
         var report = RoundReport()
         for entry in chain {
             let state = entry.state
@@ -177,14 +188,14 @@ public final class HookDeliveryEngine: Sendable {
                     report.gaveUp += 1
                     continue
                 }
-                if let next = state.nextAttemptAt, next > inputs.now { return report }
+                if let next = state.nextAttemptAt, next > inputs.now { return (report, true) }
                 guard let secret = inputs.secrets[state.clientId] else {
                     try await recordFailure(entry, reason: "no hook secret", now: inputs.now, report: &report)
-                    return report
+                    return (report, true)
                 }
                 guard let (url, query) = Self.deliveryURL(hook.value, state: state, policy: hooks.policy) else {
                     try await recordFailure(entry, reason: "invalid url", now: inputs.now, report: &report)
-                    return report
+                    return (report, true)
                 }
                 let timestamp = now
                 let signature = HookSignature.header(query: query, timestamp: timestamp, secret: secret)
@@ -198,18 +209,18 @@ public final class HookDeliveryEngine: Sendable {
                     metrics.recordDelivery(lagSeconds: max(0, now - state.date))
                 case .failed(let reason):
                     try await recordFailure(entry, reason: reason, now: now, report: &report)
-                    return report
+                    return (report, true)
                 case .notAttempted:
-                    return report
+                    return (report, true)
                 }
             } catch {
                 logger.warning(
                     "hook delivery bookkeeping failed",
                     ["service": .string("hook-delivery"), "error": .string(String(describing: type(of: error)))])
-                return report
+                return (report, true)
             }
         }
-        return report
+        return (report, false)
     }
 
     /// The hook's URL with `EventType`, `RessourceId` (Mangopay's spelling) and `Date` added to its query, and

@@ -79,7 +79,7 @@ struct HookHarness {
 
     init(
         retryInterval: Int64 = 600, fallback: HookAttemptResult = .delivered, delay: Duration? = nil,
-        perDestination: Int = 4, allowPrivate: Bool = false
+        perDestination: Int = 4, allowPrivate: Bool = false, batchSize: Int = 500
     ) {
         environment = PaymentsEnvironment.testing(store: store, clock: clock)
         hooks = HookService(
@@ -88,7 +88,7 @@ struct HookHarness {
         transport = ScriptedTransport(clock: clock, fallback: fallback, delay: delay)
         engine = HookDeliveryEngine(
             hooks: hooks, transport: transport, schedule: HookSchedule(retryInterval: retryInterval),
-            maxConcurrentPerDestination: perDestination)
+            maxConcurrentPerDestination: perDestination, batchSize: batchSize)
     }
 
     var now: Int64 { Int64(clock.now.timeIntervalSince1970) }
@@ -240,6 +240,26 @@ struct HookHarness {
         let order = h.transport.calls.suffix(2).map { $0.url.contains("PAYIN_NORMAL_CREATED?") }
         #expect(order == [true, false])
         #expect(try await h.outbox().isEmpty)
+    }
+
+    @Test func aBacklogForADeadReceiverDoesNotHoldBackLaterEventsOrOrder() async throws {
+        let h = HookHarness(batchSize: 2)
+        _ = try await h.hooks.create(
+            clientId: "shop", url: "https://receiver.example/hook",
+            eventType: "PAYIN_NORMAL_FAILED", status: nil, tag: nil)
+        _ = try await h.hooks.create(
+            clientId: "shop", url: "https://other.example/hook", eventType: "PAYIN_NORMAL_SUCCEEDED", status: nil,
+            tag: nil)
+        for index in 0..<5 { try await h.event(.payInNormalFailed, "payin_dead\(index)") }
+        h.transport.answer(Array(repeating: .failed(reason: "timeout"), count: 5))
+        #expect(try await h.engine.round().failed == 5)
+        // Across pages: payin_dead0's later event still waits behind its failed one.
+        try await h.event(.payInNormalFailed, "payin_dead0")
+        try await h.event(.payInNormalSucceeded, "payin_live")
+        let report = try await h.engine.round()
+        #expect(report.delivered == 1 && report.failed == 0)
+        #expect(h.transport.calls.last?.query.contains("payin_live") == true)
+        #expect(try await h.outbox().count == 6)
     }
 
     @Test func eventsWithoutAnEnabledHookLeaveTheOutboxUndelivered() async throws {
