@@ -40,8 +40,11 @@ public enum BackgroundServices {
     /// Every collection the daemon writes, with its lifetime: the merchant API's, the hosted checkout's, and the
     /// checkout shoppers that join them.
     static func recordLifetimes(services: MerchantServices, checkout: CheckoutService) -> [RecordLifetime] {
-        services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
-            RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at")
+        let recordIds = try? services.environment.recordIds
+        return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
+            RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
+                recordIds?.rekeyedScopedId($0)
+            }
         ]
     }
 }

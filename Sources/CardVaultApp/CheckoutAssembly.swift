@@ -32,7 +32,7 @@ public enum CheckoutAssembly {
             configuration: CheckoutConfiguration(
                 publicBaseURL: configuration.publicURL,
                 sessionLifetimeSeconds: configuration.lifetimes.checkoutSessionSeconds),
-            cryptogramKey: key,
+            cryptogramKey: key, recordIds: try environment.recordIds,
             vault: CheckoutMerchantVault(services: services),
             authenticator: authenticator ?? CheckoutPayInAuthenticator(payIns: services.payIns, cards: services.cards))
     }

@@ -81,7 +81,8 @@ public struct CheckoutMerchantVault: CheckoutCardVault {
     /// The user standing for a checkout shopper of `clientId`: one per merchant `userId` (or per checkout when the
     /// merchant sent none), created on first use.
     func shopper(clientId: String, reference: String, holder: String) async throws -> String {
-        let key = clientId + ":" + reference
+        // The merchant's user id is personal data: the record id is its keyed hash.
+        let key = try services.environment.recordIds.scoped(clientId, reference)
         let store = services.environment.store
         if let record = try await store.get(Self.shoppers, id: key) {
             return String(decoding: record.value, as: UTF8.self)

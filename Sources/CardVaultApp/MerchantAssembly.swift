@@ -63,6 +63,7 @@ public enum MerchantAssembly {
                 services: services, checkoutOrigins: configuration.checkoutOrigins,
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
+            PreauthorizationRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
             + [

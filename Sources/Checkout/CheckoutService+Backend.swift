@@ -108,7 +108,7 @@ extension CheckoutService {
 
     /// The audit records of `transactionId` of `clientId`, oldest first.
     public func paymentDataAccesses(clientId: String, transactionId: String) async throws -> [PaymentDataAccess] {
-        try await read([PaymentDataAccess].self, Collection.audit, id: Self.scoped(clientId, transactionId))?.value
+        try await read([PaymentDataAccess].self, Collection.audit, id: scoped(clientId, transactionId))?.value
             ?? []
     }
 
@@ -133,7 +133,7 @@ extension CheckoutService {
         let access = PaymentDataAccess(
             clientId: session.clientId, transactionId: session.transactionId, checkoutId: session.request.checkoutId,
             at: Int64((clock.now.timeIntervalSince1970 * 1000).rounded(.down)), outcome: outcome, operation: operation)
-        let id = Self.scoped(session.clientId, session.transactionId)
+        let id = scoped(session.clientId, session.transactionId)
         // One record per transaction holds its reads in order; concurrent reads retry on the version.
         return try await retryingOnConflict(
             attempts: 8, exhausted: CheckoutError(.unavailable, "The audit could not be written; retry")
@@ -154,7 +154,7 @@ extension CheckoutService {
 
     func transactionSession(clientId: String, transactionId: String) async throws -> CheckoutSession? {
         guard CheckoutIdentifiers.isWellFormed(transactionId),
-            let pointer = try await store.get(Collection.transactions, id: Self.scoped(clientId, transactionId))
+            let pointer = try await store.get(Collection.transactions, id: scoped(clientId, transactionId))
         else { return nil }
         let sessionId = String(decoding: pointer.value, as: UTF8.self)
         return try await loadSession(sessionId)?.value
@@ -198,7 +198,7 @@ extension CheckoutService {
         try errors.check()
         let registration = try await ownedRegistration(clientId: clientId, checkoutId: input.checkoutId)
         guard let transactionId = input.transactionId,
-            let pointer = try await store.get(Collection.transactions, id: Self.scoped(clientId, transactionId)),
+            let pointer = try await store.get(Collection.transactions, id: scoped(clientId, transactionId)),
             let loaded = try await loadSession(String(decoding: pointer.value, as: UTF8.self)),
             loaded.value.request.checkoutId == registration.checkoutId
         else { throw CheckoutError.notFound("transaction") }
@@ -219,7 +219,8 @@ extension CheckoutService {
         }
         payment.postback = postback
         session.payment = payment
-        try await write(Collection.sessions, id: session.sessionId, session, condition: .version(version))
+        try await write(
+            Collection.sessions, id: sessionRecordId(session.sessionId), session, condition: .version(version))
         logger.info(
             "postback recorded",
             ["transactionId": .string(transactionId), "paymentSuccessful": .bool(success)])
@@ -240,7 +241,7 @@ extension CheckoutService {
             submission: submission)
         try await store.commit([
             .put(
-                collection: Collection.pairingTransactions, id: Self.scoped(clientId, pairing.pairingTransactionId),
+                collection: Collection.pairingTransactions, id: scoped(clientId, pairing.pairingTransactionId),
                 value: try Self.encode(pairing), condition: .absent)
         ])
         return pairing.pairingTransactionId
@@ -249,7 +250,7 @@ extension CheckoutService {
     /// The wallet `userId` paired with `clientId`, or nil.
     public func wallet(clientId: String, userId: String) async throws -> PairingWallet? {
         guard CheckoutRequest.isUserId(userId) else { return nil }
-        return try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))?.value
+        return try await read(PairingWallet.self, Collection.wallets, id: scoped(clientId, userId))?.value
     }
 
     /// Exchanges a pairing transaction id (the callback's `pairing_verifier`) and the merchant's `userId` for a
@@ -269,7 +270,7 @@ extension CheckoutService {
         try errors.check()
         guard let pairingTransactionId, let userId,
             let storedPairing = try await read(
-                PairingTransaction.self, Collection.pairingTransactions, id: Self.scoped(clientId, pairingTransactionId)
+                PairingTransaction.self, Collection.pairingTransactions, id: scoped(clientId, pairingTransactionId)
             ),
             storedPairing.value.userId == userId
         else { throw CheckoutError.notFound("pairing transaction") }
@@ -282,7 +283,7 @@ extension CheckoutService {
             throw CheckoutError(.expired, "The pairing transaction has expired")
         }
         // Only now, with the merchant vouching for the user, do the checkout's card and addresses reach the wallet.
-        let storedWallet = try await read(PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, userId))
+        let storedWallet = try await read(PairingWallet.self, Collection.wallets, id: scoped(clientId, userId))
         var wallet =
             storedWallet?.value
             ?? PairingWallet(
@@ -299,7 +300,7 @@ extension CheckoutService {
             wallet, version: walletVersion,
             extra: [
                 .put(
-                    collection: Collection.pairingTransactions, id: Self.scoped(clientId, pairingTransactionId),
+                    collection: Collection.pairingTransactions, id: scoped(clientId, pairingTransactionId),
                     value: try Self.encode(redeemed), condition: .version(pairingVersion))
             ])
         logger.info("pairing established", ["clientId": .string(clientId)])
@@ -423,10 +424,11 @@ extension CheckoutService {
             updated, version: walletVersion, newPairingId: newPairingId,
             extra: [
                 .put(
-                    collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session),
+                    collection: Collection.sessions, id: sessionRecordId(session.sessionId),
+                    value: try Self.encode(session),
                     condition: .absent),
                 .put(
-                    collection: Collection.transactions, id: Self.scoped(clientId, session.transactionId),
+                    collection: Collection.transactions, id: scoped(clientId, session.transactionId),
                     value: Array(session.sessionId.utf8), condition: .absent),
             ])
         return try await serve(payment.data, cardId: saved.cardId, session: session, operation: "expresscheckout")
@@ -436,9 +438,9 @@ extension CheckoutService {
     func pairedWallet(clientId: String, pairingId: String) async throws -> (PairingWallet, UInt64) {
         guard CheckoutIdentifiers.isWellFormed(pairingId),
             let pointer = try await read(
-                PairingPointer.self, Collection.pairings, id: Self.scoped(clientId, pairingId)),
+                PairingPointer.self, Collection.pairings, id: scoped(clientId, pairingId)),
             let wallet = try await read(
-                PairingWallet.self, Collection.wallets, id: Self.scoped(clientId, pointer.value.userId)),
+                PairingWallet.self, Collection.wallets, id: scoped(clientId, pointer.value.userId)),
             wallet.value.pairingId == pairingId
         else { throw CheckoutError.notFound("pairing") }
         return (wallet.value, wallet.version)
@@ -460,16 +462,16 @@ extension CheckoutService {
         if let old = wallet.pairingId {
             writes.append(
                 .delete(
-                    collection: Collection.pairings, id: Self.scoped(wallet.clientId, old), condition: .unconditional))
+                    collection: Collection.pairings, id: scoped(wallet.clientId, old), condition: .unconditional))
         }
         writes.append(
             .put(
-                collection: Collection.pairings, id: Self.scoped(wallet.clientId, pairingId),
+                collection: Collection.pairings, id: scoped(wallet.clientId, pairingId),
                 value: try Self.encode(PairingPointer(clientId: wallet.clientId, userId: wallet.userId)),
                 condition: .absent))
         writes.append(
             .put(
-                collection: Collection.wallets, id: Self.scoped(wallet.clientId, wallet.userId),
+                collection: Collection.wallets, id: scoped(wallet.clientId, wallet.userId),
                 value: try Self.encode(updated), condition: version.map { .version($0) } ?? .absent))
         do {
             try await store.commit(writes)

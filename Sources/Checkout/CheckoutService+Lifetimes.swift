@@ -9,6 +9,8 @@ extension CheckoutService {
     /// The lifetime of every collection the hosted checkout writes (see ``RecordLifetime``).
     public var recordLifetimes: [RecordLifetime] {
         let store = self.store
+        let recordIds = self.recordIds
+        let rekey: @Sendable (String) -> String? = { recordIds.rekeyedScopedId($0) }
         let auditRetention = Self.auditRetentionSeconds
         return [
             RecordLifetime(kept: Collection.registrations, "until the merchant unregisters the checkout id"),
@@ -23,7 +25,8 @@ extension CheckoutService {
                 return [
                     .delete(collection: record.collection, id: record.id, condition: .version(record.version)),
                     .delete(
-                        collection: Collection.transactions, id: Self.scoped(session.clientId, session.transactionId),
+                        collection: Collection.transactions,
+                        id: recordIds.scoped(session.clientId, session.transactionId),
                         condition: .unconditional),
                 ]
             },
@@ -31,7 +34,10 @@ extension CheckoutService {
                 // Normally deleted with the session; one whose session is gone (written before sweeping existed,
                 // or a crash between the two) is dropped here.
                 let sessionId = String(decoding: record.value, as: UTF8.self)
-                guard try await store.get(Collection.sessions, id: sessionId) == nil else { return nil }
+                guard
+                    try await store.get(Collection.sessions, id: recordIds.hashed(sessionId, scope: Self.sessionScope))
+                        == nil
+                else { return nil }
                 return [.delete(collection: record.collection, id: record.id, condition: .version(record.version))]
             },
             .deleted(
@@ -40,13 +46,14 @@ extension CheckoutService {
             ) { record in
                 try Self.decode(PairingTransaction.self, record).expiresAt
             },
-            RecordLifetime(kept: Collection.wallets, "until the merchant's data is removed"),
+            RecordLifetime(kept: Collection.wallets, "until the merchant's data is removed").movingClearIds(rekey),
             RecordLifetime(
-                kept: Collection.pairings, "until the pairing id rotates (every precheckout and express checkout)"),
+                kept: Collection.pairings, "until the pairing id rotates (every precheckout and express checkout)"
+            ).movingClearIds(rekey),
             .deleted(Collection.audit, "1 year after the transaction's last payment data read") { record in
                 let accesses = try Self.decode([PaymentDataAccess].self, record)
                 return (accesses.last?.at).map { $0 / 1000 + auditRetention }
-            },
+            }.movingClearIds(rekey),
         ]
     }
 

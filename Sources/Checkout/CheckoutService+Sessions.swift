@@ -160,10 +160,11 @@ extension CheckoutService {
         do {
             try await store.commit([
                 .put(
-                    collection: Collection.sessions, id: session.sessionId, value: try Self.encode(session),
+                    collection: Collection.sessions, id: sessionRecordId(session.sessionId),
+                    value: try Self.encode(session),
                     condition: .absent),
                 .put(
-                    collection: Collection.transactions, id: Self.scoped(session.clientId, session.transactionId),
+                    collection: Collection.transactions, id: scoped(session.clientId, session.transactionId),
                     value: Array(session.sessionId.utf8), condition: .absent),
             ])
         } catch let error as StoreError where error.code == .unavailable {

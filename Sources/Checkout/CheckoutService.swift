@@ -43,12 +43,16 @@ public struct CheckoutService: Sendable {
     let cryptograms: MasterpassCryptograms
     let vault: any CheckoutCardVault
     let authenticator: any CheckoutAuthenticator
+    /// Keyed hashes for the record ids of sessions, transactions, pairings, audit entries and shoppers' wallets
+    /// (secrets in the shopper's URL, or the merchant's user ids).
+    let recordIds: KeyedRecordIds
 
     public init(
         store: any RecordStore, clock: any WallClock, random: any RandomSource, logger: Logger = .disabled,
         configuration: CheckoutConfiguration = CheckoutConfiguration(), cryptogramKey: SymmetricKey,
-        vault: any CheckoutCardVault, authenticator: any CheckoutAuthenticator
+        recordIds: KeyedRecordIds, vault: any CheckoutCardVault, authenticator: any CheckoutAuthenticator
     ) {
+        self.recordIds = recordIds
         self.store = store
         self.clock = clock
         self.random = random
@@ -222,14 +226,15 @@ public struct CheckoutService: Sendable {
             case .challenge(let authenticationId, let redirectURL, _):
                 actions = try apply(
                     .authenticationStarted(authenticationId: authenticationId, at: clock.now), to: &session)
-                try await write(Collection.sessions, id: sessionId, session, condition: .version(version))
+                try await write(
+                    Collection.sessions, id: sessionRecordId(sessionId), session, condition: .version(version))
                 return actions.contains(.presentChallenge) ? .redirect(redirectURL) : step(for: session)
             }
         } else {
             actions = try apply(.authenticationSkipped(at: clock.now), to: &session)
             try await carryOut(actions, session: &session, authenticationId: nil)
         }
-        try await write(Collection.sessions, id: sessionId, session, condition: .version(version))
+        try await write(Collection.sessions, id: sessionRecordId(sessionId), session, condition: .version(version))
         return step(for: session)
     }
 
@@ -249,7 +254,7 @@ public struct CheckoutService: Sendable {
         else { return .waiting(session) }
         let actions = try apply(.authenticated(result, at: clock.now), to: &session)
         try await carryOut(actions, session: &session, authenticationId: authenticationId)
-        try await write(Collection.sessions, id: sessionId, session, condition: .version(version))
+        try await write(Collection.sessions, id: sessionRecordId(sessionId), session, condition: .version(version))
         return step(for: session)
     }
 
@@ -263,7 +268,7 @@ public struct CheckoutService: Sendable {
         var session = loaded
         let actions = try apply(.cancel(at: clock.now), to: &session)
         if actions.contains(.persist) {
-            try await write(Collection.sessions, id: sessionId, session, condition: .version(version))
+            try await write(Collection.sessions, id: sessionRecordId(sessionId), session, condition: .version(version))
             logger.info("checkout cancelled", ["transactionId": .string(session.transactionId)])
         }
         return step(for: session)
@@ -521,7 +526,7 @@ public struct CheckoutService: Sendable {
 
     func loadSession(_ id: String) async throws -> Stored<CheckoutSession>? {
         guard CheckoutIdentifiers.isSecret(id),
-            var stored = try await read(CheckoutSession.self, Collection.sessions, id: id)
+            var stored = try await read(CheckoutSession.self, Collection.sessions, id: sessionRecordId(id))
         else { return nil }
         // Expired in memory only; a later write (a submit, a cancel) refuses to act on an expired session anyway.
         _ = try? stored.value.machine.handle(.expire(now: clock.now))
@@ -530,7 +535,15 @@ public struct CheckoutService: Sendable {
 
     // MARK: - Store helpers
 
-    static func scoped(_ clientId: String, _ id: String) -> String { clientId + ":" + id }
+    /// The record id of a client's secret or personal id (a transaction, pairing or pairing transaction id, a
+    /// merchant's user id): `clientId:` + its keyed hash.
+    func scoped(_ clientId: String, _ id: String) -> String { recordIds.scoped(clientId, id) }
+
+    /// The record id of a checkout session (its id is the secret in the shopper's URL; sessions are found without
+    /// knowing the client).
+    func sessionRecordId(_ sessionId: String) -> String { recordIds.hashed(sessionId, scope: Self.sessionScope) }
+
+    static let sessionScope = "checkout-session"
 
     static func encode(_ value: some Encodable) throws -> [UInt8] { try RecordCoding.encode(value) }
 

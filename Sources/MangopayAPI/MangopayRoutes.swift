@@ -129,12 +129,7 @@ public struct MangopayRoutes: RouteGroup {
             await api.authorized(request) { clientId in try await api.listFingerprintCards(request, clientId: clientId)
             }
         }
-        // Card transactions are listed by the pay-in routes (by fingerprint here); pre-authorizations do not exist.
-        router.get(base + "/cards/:id/preauthorizations") { request in
-            await api.authorized(request) { clientId in
-                try await api.emptyCardList(request, clientId: clientId, requireCard: true)
-            }
-        }
+        // Card transactions are listed by the pay-in routes (by fingerprint here), preauthorizations by theirs.
         router.get(base + "/cards/fingerprints/:fingerprint/transactions") { request in
             await api.authorized(request) { clientId in
                 try await api.listFingerprintTransactions(request, clientId: clientId)

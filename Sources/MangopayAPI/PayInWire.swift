@@ -37,7 +37,7 @@ extension MangopayWire {
     }
 
     /// The members every card transaction shows: status, result, 3-D Secure and browser data.
-    private static func transactionMembers(_ payIn: PayIn, redirectURL: String?) -> [(String, MangopayJSON)] {
+    static func transactionMembers(_ payIn: PayIn, redirectURL: String?) -> [(String, MangopayJSON)] {
         let result = payIn.result
         return [
             ("Id", .string(payIn.id)), ("Tag", .text(payIn.tag)), ("CreationDate", .int(payIn.creationDate)),
@@ -61,11 +61,13 @@ extension MangopayWire {
                 ("CreditedUserId", .text(payIn.creditedUserId)), ("DebitedFunds", funds(payIn.debitedFunds)),
                 ("CreditedFunds", funds(payIn.creditedFunds)), ("Fees", funds(payIn.fees)), ("Type", .string("PAYIN")),
                 ("Nature", .string("REGULAR")), ("CreditedWalletId", .text(payIn.creditedWalletId)),
-                ("DebitedWalletId", .null), ("PaymentType", .string("CARD")), ("ExecutionType", .string("DIRECT")),
+                ("DebitedWalletId", .null),
+                ("PaymentType", .string(payIn.capturedFrom == nil ? "CARD" : "PREAUTHORIZED")),
+                ("ExecutionType", .string("DIRECT")),
                 ("SecurityInfo", .object([("AVSResult", .string("NO_CHECK"))])),
                 ("StatementDescriptor", .text(payIn.statementDescriptor)), ("Billing", party(payIn.billing)),
                 ("Shipping", party(payIn.shipping)), ("PreferredCardNetwork", .text(payIn.preferredCardNetwork)),
-            ])
+            ] + captureMembers(payIn))
     }
 
     static func cardValidation(_ validation: PayIn, redirectURL: String?) -> MangopayJSON {

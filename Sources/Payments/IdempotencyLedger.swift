@@ -74,7 +74,7 @@ public struct IdempotencyLedger: Sendable {
                 "Idempotency-Key", "The Idempotency-Key must be 16 to 36 characters of letters, digits and '-'.")
         }
         let digest = Self.digest(method: method, path: path, body: body)
-        let id = Identifier.scoped(clientId, key)
+        let id = try recordId(clientId, key)
         let now = environment.nowSeconds
         let entry = Entry(requestDigest: digest, createdAt: now, response: nil)
         return try await retryingOnConflict(attempts: 3, exhausted: Self.conflict) {
@@ -109,7 +109,7 @@ public struct IdempotencyLedger: Sendable {
 
     /// Stores the response of the request that reserved `key`.
     public func record(clientId: String, key: String, response: StoredResponse) async throws {
-        let id = Identifier.scoped(clientId, key)
+        let id = try recordId(clientId, key)
         guard let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) else {
             return
         }
@@ -125,7 +125,7 @@ public struct IdempotencyLedger: Sendable {
 
     /// Releases a reservation whose request failed before producing a response worth keeping.
     public func abandon(clientId: String, key: String) async throws {
-        try await environment.store.delete(Collections.idempotency, id: Identifier.scoped(clientId, key))
+        try await environment.store.delete(Collections.idempotency, id: try recordId(clientId, key))
     }
 
     /// The stored response for `key`, within the retention time.
@@ -133,13 +133,18 @@ public struct IdempotencyLedger: Sendable {
     public func response(clientId: String, key: String) async throws -> StoredResponse {
         guard Self.isValidKey(key),
             let entry = try await environment.store.read(
-                Entry.self, Collections.idempotency, id: Identifier.scoped(clientId, key)),
+                Entry.self, Collections.idempotency, id: try recordId(clientId, key)),
             let response = entry.value.response,
             Double(environment.nowSeconds - entry.value.createdAt) < environment.configuration.idempotencyRetention
         else {
             throw PaymentsError(.correlationIdNotFound, "No response was found for this idempotency key")
         }
         return response
+    }
+
+    /// The record id of `key`: a keyed hash, so that the store never holds the merchant's key in clear.
+    private func recordId(_ clientId: String, _ key: String) throws -> String {
+        try environment.recordIds.scoped(clientId, key)
     }
 
     private static let conflict = PaymentsError(

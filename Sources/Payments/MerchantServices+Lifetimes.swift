@@ -14,6 +14,12 @@ extension MerchantServices {
         let riskWindow = Int64(payIns.riskEngine.policy.windowSeconds)
         let historyRetention = Int64(configuration.riskHistoryRetention)
         let eventRetention = Int64(configuration.eventRetention)
+        // Records written before secret and personal ids were keyed move to their keyed ids (see KeyedRecordIds).
+        let recordIds = try? environment.recordIds
+        let rekeyScoped: @Sendable (String) -> String? = { recordIds?.rekeyedScopedId($0) }
+        let rekeyRisk: @Sendable (String) -> String? = { id in
+            recordIds.flatMap { PayInRiskHistory.rekeyedId(id, recordIds: $0) }
+        }
         return [
             RecordLifetime(kept: Collections.clients, "until the operator removes the client"),
             .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)") { record in
@@ -21,7 +27,7 @@ extension MerchantServices {
             },
             .deleted(Collections.idempotency, "24 hours after the first request (idempotencyRetention)") { record in
                 try RecordCoding.decode(IdempotencyLedger.Entry.self, from: record).createdAt + idempotencyRetention
-            },
+            }.movingClearIds(rekeyScoped),
             RecordLifetime(
                 Collections.registrations,
                 "not VALIDATED: 24 hours after creation (registrationLifetime); a tokenized card number goes at the "
@@ -49,6 +55,21 @@ extension MerchantServices {
             RecordLifetime(kept: PayInService.byCard, "with its transaction"),
             RecordLifetime(kept: PayInService.refundsByPayIn, "with its refund"),
             RecordLifetime(kept: PayInService.assessments, "with its pay-in"),
+            RecordLifetime(
+                kept: Collections.preauthorizations,
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 7 days)"
+            ),
+            RecordLifetime(
+                kept: Collections.depositPreauthorizations,
+                "until the merchant's data is removed (the hold itself ends: captured, canceled or expired after 30 days)"
+            ),
+            .deleted(
+                Collections.holdsExpiring,
+                "until the hold's expiration date; the sweeper expires the hold, which removes the entry"
+            ) { record in
+                // Normally ended by the hold's capture, cancellation or expiry; an entry a day past its date is dropped.
+                Int64(String(decoding: record.value, as: UTF8.self)).map { $0 + 86_400 }
+            },
             .deleted(
                 PayInService.awaiting,
                 "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"
@@ -59,10 +80,10 @@ extension MerchantServices {
             },
             .deleted(PayInRiskHistory.attempts, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
                 record in Self.riskStamp(record.id).map { $0 + riskWindow }
-            },
+            }.movingClearIds(rekeyRisk),
             .deleted(PayInRiskHistory.failures, "the risk rules' window (RiskPolicy.windowSeconds, 1 hour)") {
                 record in Self.riskStamp(record.id).map { $0 + riskWindow }
-            },
+            }.movingClearIds(rekeyRisk),
             .deleted(Collections.events, "400 days after the change it reports (eventRetention)") { record in
                 try RecordCoding.decode(PaymentEvent.self, from: record).date + eventRetention
             },
@@ -71,13 +92,15 @@ extension MerchantServices {
                 "until the hook delivery engine has taken the event (delivered or given up)"),
             .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
                 record in Self.riskStamp(record.id).map { $0 + historyRetention }
-            },
+            }.movingClearIds(rekeyRisk),
         ]
     }
 
-    /// The in-memory expiries and the pay-ins' challenge deadlines, for ``RecordSweeper``'s rounds.
+    /// The pay-ins' challenge deadlines and the holds' expiration dates (the first round), and the in-memory
+    /// expiries, for ``RecordSweeper``'s rounds.
     public var sweepRounds: [@Sendable () async throws -> Void] {
         let payIns = self.payIns
+        let preauthorizations = self.preauthorizations
         let securityCodes = self.securityCodes
         let bearerTokens = self.bearerTokens
         let logger = environment.logger
@@ -85,6 +108,9 @@ extension MerchantServices {
             {
                 let expired = try await payIns.expireDueChallenges()
                 if expired > 0 { logger.info("expired 3-D Secure challenges", ["count": .int(expired)]) }
+                // Holds share the challenges' round: one daemon (the round's leader) sweeps both.
+                let holds = try await preauthorizations.expireDueHolds()
+                if holds > 0 { logger.info("expired preauthorization holds", ["count": .int(holds)]) }
             },
             {
                 securityCodes.purgeExpired()

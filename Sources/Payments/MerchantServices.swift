@@ -14,6 +14,8 @@ public struct MerchantServices: Sendable {
     public let securityCodes: SecurityCodeHold
     /// Direct card pay-ins, card validations and refunds, with 3-D Secure and risk scoring.
     public let payIns: PayInService
+    /// Preauthorizations and deposit preauthorizations, and their captures.
+    public let preauthorizations: PreauthorizationService
     /// Rate limits of the routes that answer without a login.
     public let abuseLimits: AbuseLimits
 
@@ -35,5 +37,6 @@ public struct MerchantServices: Sendable {
         payIns = PayInService(
             environment: environment, securityCodes: securityCodes, sandbox: sandbox,
             riskEngine: RiskEngine(policy: riskPolicy))
+        preauthorizations = PreauthorizationService(payIns: payIns)
     }
 }

@@ -131,6 +131,10 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var refunded: Int64
     /// Fees given back so far (the sum of the refunds' negative `Fees`, as a positive number); nil before any.
     public var refundedFees: Int64?
+    /// For a preauthorization or a deposit: the hold on the card (what is left, captures, expiry).
+    public var hold: PreauthorizationStateMachine? = nil
+    /// For a capture: the preauthorization (`PaymentType` PREAUTHORIZED) or deposit it captured.
+    public var capturedFrom: CaptureSource? = nil
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds {

@@ -21,8 +21,30 @@ struct PayInRiskHistory: Sendable {
     struct Keys: Sendable {
         var fingerprint: String
         var userId: String
+        /// The keyed hash of the shopper's IP address (``ipKey(_:clientId:environment:)``), never the address.
         var ipAddress: String?
         var deviceId: String?
+    }
+
+    /// The IP dimension's value for `ipAddress`: a keyed hash, so that the history's record ids hold no address
+    /// in clear (personal data).
+    static func ipKey(_ ipAddress: String?, clientId: String, environment: PaymentsEnvironment) throws -> String? {
+        guard let ipAddress, !ipAddress.isEmpty else { return nil }
+        return try environment.recordIds.hashed(ipAddress, scope: clientId + ":ip")
+    }
+
+    /// For history records written before IP addresses were keyed: the record id with its address hashed, or nil
+    /// when the id holds no clear address.
+    static func rekeyedId(_ id: String, recordIds: KeyedRecordIds) -> String? {
+        let parts = id.split(separator: ":", omittingEmptySubsequences: false)
+        // clientId : ip : <address, which may itself hold colons (IPv6)> : <12-digit stamp> : transactionId
+        guard parts.count >= 5, parts[1] == "ip" else { return nil }
+        let address = parts[2..<(parts.count - 2)].joined(separator: ":")
+        guard !KeyedRecordIds.isHashed(Substring(address)) else { return nil }
+        let clientId = String(parts[0])
+        let hashed = recordIds.hashed(address, scope: clientId + ":ip")
+        return [clientId, "ip", hashed, String(parts[parts.count - 2]), String(parts[parts.count - 1])].joined(
+            separator: ":")
     }
 
     /// A stable id of the shopper's device: the profiler's `deviceId` when posted, otherwise a keyed hash of

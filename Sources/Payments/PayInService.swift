@@ -46,6 +46,8 @@ public struct PayInService: Sendable {
     static let refundsByPayIn = Collections.refundsByPayIn
     static let awaiting = Collections.challengesAwaiting
     static let assessments = Collections.profilingAssessments
+    static let preauthorizations = Collections.preauthorizations
+    static let depositPreauthorizations = Collections.depositPreauthorizations
 
     public init(
         environment: PaymentsEnvironment, securityCodes: SecurityCodeHold,
@@ -65,8 +67,13 @@ public struct PayInService: Sendable {
         PayInRiskHistory(environment: environment, policy: riskEngine.policy, counters: riskCounters)
     }
 
-    private static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
-        purpose == .payIn ? payIns : validations
+    static func collection(_ purpose: PayInStateMachine.Purpose) -> String {
+        switch purpose {
+        case .payIn: payIns
+        case .cardValidation: validations
+        case .preauthorization: preauthorizations
+        case .depositPreauthorization: depositPreauthorizations
+        }
     }
 
     // MARK: Create
@@ -87,7 +94,9 @@ public struct PayInService: Sendable {
         let deviceId = try PayInRiskHistory.deviceId(
             of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
         let keys = PayInRiskHistory.Keys(
-            fingerprint: checked.card.fingerprint, userId: checked.card.userId, ipAddress: ipAddress, deviceId: deviceId
+            fingerprint: checked.card.fingerprint, userId: checked.card.userId,
+            ipAddress: try PayInRiskHistory.ipKey(ipAddress, clientId: clientId, environment: environment),
+            deviceId: deviceId
         )
         var signals = try await history.signals(
             clientId: clientId, keys: keys, amount: checked.debited.amount, currency: checked.debited.currency, now: now
@@ -106,7 +115,7 @@ public struct PayInService: Sendable {
         }
 
         var payIn = PayIn(
-            id: Identifier.make(purpose == .payIn ? "payin_" : "val_", random: environment.random),
+            id: Identifier.make(Self.idPrefix(purpose), random: environment.random),
             clientId: clientId, machine: PayInStateMachine(purpose: purpose), authorId: request.authorId!,
             creditedUserId: checked.wallet.map { request.creditedUserId ?? $0.ownerId },
             creditedWalletId: checked.wallet?.id, debitedFunds: checked.debited, fees: checked.fees,
@@ -119,9 +128,11 @@ public struct PayInService: Sendable {
             preferredCardNetwork: request.preferredCardNetwork, paymentCategory: request.paymentCategory, risk: risk,
             fingerprint: checked.card.fingerprint, deviceId: deviceId, creationDate: now, executionDate: nil,
             refunded: 0)
+        payIn.hold = Self.newHold(purpose, authorized: checked.debited.amount, now: now)
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
+        extra += try holdCreationWrites(payIn)
         extra.append(
             .put(
                 collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
@@ -179,6 +190,8 @@ public struct PayInService: Sendable {
             rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
             Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
             Self.checkFunds(request.fees, "Fees", &rules, allowZero: true)
+        } else if purpose != .cardValidation {
+            Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
         }
         rules.oneOf(request.secureMode, SecureMode.allCases.map(\.rawValue), "SecureMode")
         rules.oneOf(request.paymentCategory, ["ECommerce", "TelephoneOrder"], "PaymentCategory")
@@ -224,7 +237,9 @@ public struct PayInService: Sendable {
         guard purpose == .payIn else {
             try rules.check()
             let zero = Funds(currency: card.currency, amount: 0)
-            return CheckedRequest(card: card, wallet: nil, debited: zero, fees: zero)
+            let held = purpose == .cardValidation ? zero : request.debitedFunds!
+            return CheckedRequest(
+                card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
@@ -246,7 +261,7 @@ public struct PayInService: Sendable {
         return CheckedRequest(card: card, wallet: wallet, debited: debited, fees: fees)
     }
 
-    private static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
+    static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
         guard let funds else {
             rules.fail(field, "The \(field) field is required.")
             return
@@ -308,7 +323,7 @@ public struct PayInService: Sendable {
     /// The pay-in (or validation) `id` of `clientId`; a challenge past its deadline is expired first.
     public func get(clientId: String, id: String, purpose: PayInStateMachine.Purpose = .payIn) async throws -> PayIn {
         guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
-            throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+            throw PaymentsError.notFound(Self.resourceName(purpose), id: id)
         }
         let payIn = found.value
         if case .awaitingChallenge(let expiresAt) = payIn.machine.state, environment.clock.now >= expiresAt {
@@ -371,7 +386,7 @@ public struct PayInService: Sendable {
     /// The link to the sandbox ACS page for a pending challenge.
     public func challengeURL(for payIn: PayIn) -> String? {
         guard payIn.secureModeNeeded, let secret = payIn.challengeSecret else { return nil }
-        let kind = payIn.machine.purpose == .payIn ? "p" : "v"
+        let kind = Self.kind(payIn.machine.purpose)
         return environment.configuration.publicBaseURL + "/acs/\(kind)/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
     }
 
@@ -397,11 +412,7 @@ public struct PayInService: Sendable {
     }
 
     static func purpose(kind: String) -> PayInStateMachine.Purpose? {
-        switch kind {
-        case "p": .payIn
-        case "v": .cardValidation
-        default: nil
-        }
+        PayInStateMachine.Purpose.allCases.first { Self.kind($0) == kind }
     }
 
     /// Answers a challenge from the ACS page: `code` is what the shopper typed, nil when they cancelled.
@@ -465,7 +476,7 @@ public struct PayInService: Sendable {
     }
 
     private static func awaitingId(_ payIn: PayIn) -> String {
-        (payIn.machine.purpose == .payIn ? "p" : "v") + ":" + payIn.clientId + ":" + payIn.id
+        Self.kind(payIn.machine.purpose) + ":" + payIn.clientId + ":" + payIn.id
     }
 
     /// Applies `event` to the stored transaction, retrying on concurrent changes; exactly one caller sees the
@@ -481,7 +492,7 @@ public struct PayInService: Sendable {
                 .concurrentChange, "The transaction kept changing under this request; nothing was written")
         ) {
             guard let found = try await read(clientId: clientId, id: id, purpose: purpose) else {
-                throw PaymentsError.notFound(purpose == .payIn ? "PayIn" : "CardValidation", id: id)
+                throw PaymentsError.notFound(Self.resourceName(purpose), id: id)
             }
             let stored = found.value
             let version = found.version
@@ -511,7 +522,10 @@ public struct PayInService: Sendable {
     static func eventWrites(
         _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment
     ) throws -> [RecordWrite] {
-        let isPayIn = payIn.machine.purpose == .payIn
+        // Preauthorizations, deposits and the pay-ins that capture them write theirs in authorizationEventWrites.
+        let purpose = payIn.machine.purpose
+        guard purpose == .cardValidation || (purpose == .payIn && payIn.capturedFrom == nil) else { return [] }
+        let isPayIn = purpose == .payIn
         var types: [EventType] = []
         if created { types.append(isPayIn ? .payInNormalCreated : .cardValidationCreated) }
         switch payIn.machine.state {
@@ -528,8 +542,9 @@ public struct PayInService: Sendable {
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
-    private func apply(
-        _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite]
+    func apply(
+        _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
+        conflictEndsAttempt: Bool = false
     )
         async throws -> PayIn
     {
@@ -537,7 +552,9 @@ public struct PayInService: Sendable {
         let now = environment.nowSeconds
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
         let keys = PayInRiskHistory.Keys(
-            fingerprint: payIn.fingerprint, userId: payIn.authorId, ipAddress: payIn.ipAddress, deviceId: payIn.deviceId
+            fingerprint: payIn.fingerprint, userId: payIn.authorId,
+            ipAddress: try PayInRiskHistory.ipKey(payIn.ipAddress, clientId: payIn.clientId, environment: environment),
+            deviceId: payIn.deviceId
         )
         // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
@@ -565,7 +582,8 @@ public struct PayInService: Sendable {
             ]
             writes += extra
             writes += eventWrites
-            if payIn.machine.state.isFinal {
+            writes += try authorizationEventWrites(payIn, isNew: previousVersion == nil)
+            if payIn.machine.state.isFinal, payIn.capturedFrom == nil {
                 writes += PayInRiskHistory.outcomeWrites(
                     clientId: payIn.clientId, keys: keys, transactionId: payIn.id,
                     succeeded: payIn.machine.state == .succeeded, amount: payIn.debitedFunds.amount,
@@ -621,7 +639,7 @@ public struct PayInService: Sendable {
                 await turn?.settle()
                 let current = try await environment.store.get(
                     Self.collection(payIn.machine.purpose), id: Identifier.scoped(payIn.clientId, payIn.id))
-                if current?.version != previousVersion { return .failure(error) }
+                if conflictEndsAttempt || current?.version != previousVersion { return .failure(error) }
                 throw error
             }
             riskCounters.record(PayInRiskHistory.counterEvents(writes))

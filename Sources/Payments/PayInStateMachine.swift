@@ -101,9 +101,13 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
     }
 
     /// Whether funds move on success.
-    public enum Purpose: String, Sendable, Equatable, Codable {
+    public enum Purpose: String, Sendable, Equatable, Codable, CaseIterable {
         case payIn
         case cardValidation
+        /// A hold on the card (`/preauthorizations`): authorized like a pay-in, captured later.
+        case preauthorization
+        /// A deposit hold (`/deposit-preauthorizations`), captured in full or not at all.
+        case depositPreauthorization
     }
 
     public private(set) var state: State

@@ -32,6 +32,12 @@ public struct PaymentsEnvironment: Sendable {
         self.logger = logger
     }
 
+    /// Record ids for secret or personal values (idempotency keys, IP addresses): keyed hashes, see
+    /// ``KeyedRecordIds``.
+    public var recordIds: KeyedRecordIds {
+        get throws { try KeyedRecordIds(keys: fingerprintKeys) }
+    }
+
     /// The current time in whole Unix seconds, as the wire shows dates.
     var nowSeconds: Int64 { Int64(clock.now.timeIntervalSince1970.rounded(.down)) }
 }

@@ -211,7 +211,7 @@ extension PayIn: BinaryRecord, BinarySchema {
         .record(20, \.shipping), .string(21, \.culture), .string(22, \.profilingAttemptReference),
         .string(23, \.preferredCardNetwork), .string(24, \.paymentCategory), .record(25, \.risk),
         .string(26, \.fingerprint), .string(27, \.deviceId), .int(28, \.creationDate), .int(29, \.executionDate),
-        .int(30, \.refunded), .int(31, \.refundedFees),
+        .int(30, \.refunded), .int(31, \.refundedFees), .record(32, \.hold), .record(33, \.capturedFrom),
     ]
     public static var binaryBlank: Self {
         PayIn(
@@ -263,6 +263,7 @@ extension RecordCoding {
         case Collections.cards: Card.self
         case Collections.wallets: Wallet.self
         case PayInService.payIns, PayInService.validations: PayIn.self
+        case PayInService.preauthorizations, PayInService.depositPreauthorizations: PayIn.self
         case PayInService.refunds: Refund.self
         case PayInService.assessments: PayInAssessment.self
         default: nil

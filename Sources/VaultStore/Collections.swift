@@ -27,6 +27,11 @@ public enum Collections {
     public static let refundsByPayIn = "refunds-by-payin"
     public static let challengesAwaiting = "challenges-awaiting"
     public static let profilingAssessments = "profiling-assessments"
+    /// Preauthorizations and deposit preauthorizations (their authorization and their hold on the card).
+    public static let preauthorizations = "preauthorizations"
+    public static let depositPreauthorizations = "deposit-preauthorizations"
+    /// The waiting holds with their expiration date, for the sweeper.
+    public static let holdsExpiring = "holds-expiring"
     public static let riskAttempts = "risk-attempts"
     public static let riskFailures = "risk-failures"
     public static let riskSuccesses = "risk-successes"
@@ -64,7 +69,7 @@ public enum Collections {
         vault, profilingAttempts, idempotency, payIns, validations, refunds, transactionsByCard, refundsByPayIn,
         challengesAwaiting, profilingAssessments, riskAttempts, riskFailures, riskSuccesses, checkoutRegistrations,
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
-        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox, hooks, hooksByEvent, hookSecrets,
-        hookFailures,
+        checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
+        preauthorizations, depositPreauthorizations, holdsExpiring, hooks, hooksByEvent, hookSecrets, hookFailures,
     ]
 }

@@ -111,7 +111,8 @@ struct CheckoutFixture {
         service = CheckoutService(
             store: store, clock: clock, random: RandomPool(),
             configuration: CheckoutConfiguration(publicBaseURL: "https://vault.test"),
-            cryptogramKey: key, vault: vault, authenticator: authenticator)
+            cryptogramKey: key, recordIds: KeyedRecordIds(key: SymmetricKey(copying: [UInt8](repeating: 9, count: 32))),
+            vault: vault, authenticator: authenticator)
     }
 
     /// Registers the shop's checkout id for client `shop` and another for client `rival`.

@@ -28,6 +28,7 @@ struct MangopayHarness {
         MangopayRoutes(services: services, checkoutOrigins: origins, openAPIDocument: Array("openapi: 3.0.3\n".utf8))
             .register(on: &router)
         PayInRoutes(services: services).register(on: &router)
+        PreauthorizationRoutes(services: services).register(on: &router)
         var harness = MangopayHarness(clock: clock, services: services, router: router)
         let credentials = try await services.clients.create(name: "shop")
         harness.clientId = credentials.clientId

@@ -175,6 +175,21 @@ class RoundRobinProxy:
         self.server.server_close()
 
 
+class _PairProcess:
+    """`poll()` over both daemons, as tests call it on one daemon's process: the exit code of the first that
+    exited, None while both run."""
+
+    def __init__(self, daemons):
+        self.daemons = daemons
+
+    def poll(self):
+        for instance in self.daemons:
+            code = instance.process.poll()
+            if code is not None:
+                return code
+        return None
+
+
 class DaemonPair:
     """Two daemons on one PostgreSQL database behind a round-robin proxy; quacks like conftest's Daemon
     (base_url, client_id, api_key, log_path, stdout_path, data_dir, stop)."""
@@ -208,6 +223,7 @@ class DaemonPair:
         self.log_path = self.a.log_path
         self.stdout_path = self.a.stdout_path
         self.data_dir = self.a.data_dir
+        self.process = _PairProcess(self.daemons)
 
     def stop(self):
         self.proxy.stop()
