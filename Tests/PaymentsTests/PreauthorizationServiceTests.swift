@@ -240,9 +240,15 @@ struct PreauthorizationFixture {
         _ = try hold.handle(
             .capture(payInId: "payin_2", amount: 800, multiCapture: true, authorized: true, now: 1_700_000_002))
         let bytes = try RecordCoding.encode(hold)
-        #expect(try RecordCoding.decode(PreauthorizationStateMachine.self, from: bytes) == hold)
+        #expect(
+            try RecordCoding.decode(
+                PreauthorizationStateMachine.self, from: Record(collection: "x", id: "x", version: 1, value: bytes))
+                == hold)
         let source = CaptureSource(kind: .deposit, id: "deposit_9")
-        #expect(try RecordCoding.decode(CaptureSource.self, from: try RecordCoding.encode(source)) == source)
+        #expect(
+            try RecordCoding.decode(
+                CaptureSource.self,
+                from: Record(collection: "x", id: "x", version: 1, value: try RecordCoding.encode(source))) == source)
     }
 
     /// Randomised runs of preauthorize, capture, cancel, expire and refund: the wallet holds exactly the succeeded

@@ -39,7 +39,7 @@ import Testing
     }
 
     /// The events, in the column order of ``expected``; amounts relative to what the state has left.
-    static let events: [(String, (Machine) -> Machine.Event)] = [
+    nonisolated(unsafe) static let events: [(String, (Machine) -> Machine.Event)] = [
         (
             "capture-multi",
             { _ in .capture(payInId: "payin_x", amount: 1000, multiCapture: true, authorized: true, now: early) }
