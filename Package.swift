@@ -65,14 +65,16 @@ let package = Package(
         // The outbound HTTPS client (libcurl) and the detokenize-and-forward domain over it.
         library("OutboundHTTP", ["CCurl", "CCurlShims", "VaultCore"]),
         library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
-        library("MangopayAPI", ["Payments", "Forward", "CardKit", "HTTPServer", "VaultCore"]),
+        // Hooks and events: the merchant's hooks, the signed delivery engine over the outbox.
+        library("Hooks", ["OutboundHTTP", "Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
+        library("MangopayAPI", ["Payments", "Forward", "Hooks", "CardKit", "HTTPServer", "VaultCore"]),
         library("MasterpassAPI", ["Checkout", "Payments", "CardKit", "HTTPServer", "VaultCore"]),
         library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "Forward", "OutboundHTTP",
-                "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "Forward", "Hooks",
+                "OutboundHTTP", "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
         library("CardVaultTesting", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
@@ -116,6 +118,9 @@ let package = Package(
                 "CardVaultApp", "Configuration", "MasterpassAPI", "Checkout", "Payments", "AdminChannel", "HTTPServer",
                 "VaultStore", "VaultCrypto", "CardKit", "VaultCore", "CardVaultTesting", "Forward", "OutboundHTTP",
             ]),
+        tests(
+            "HooksTests",
+            ["Hooks", "OutboundHTTP", "Payments", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("CLITests", ["VaultCore", "CardVaultTesting"]),
     ]
 )

@@ -1,6 +1,7 @@
 import Checkout
 public import Configuration
 public import HTTPServer
+import Hooks
 public import Payments
 public import VaultCore
 import VaultStore
@@ -40,7 +41,7 @@ public enum BackgroundServices {
     /// checkout shoppers that join them.
     static func recordLifetimes(services: MerchantServices, checkout: CheckoutService) -> [RecordLifetime] {
         let recordIds = try? services.environment.recordIds
-        return services.recordLifetimes + checkout.recordLifetimes + [
+        return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
             RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
                 recordIds?.rekeyedScopedId($0)
             }

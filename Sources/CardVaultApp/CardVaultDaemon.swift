@@ -2,6 +2,7 @@ public import AdminChannel
 public import Configuration
 public import Forward
 public import HTTPServer
+public import Hooks
 public import Payments
 public import VaultCore
 public import VaultStore
@@ -16,6 +17,10 @@ public struct CardVaultDaemon: Sendable {
     public let background: [any Service]
     /// Detokenize-and-forward (`POST /v2.01/{ClientId}/forward`); its HTTPS client is one of the services.
     public let forward: ForwardService
+    /// Hooks and events; the delivery engine and its outbound client are among the services.
+    public let hooks: HookService
+    public let hookEngine: HookDeliveryEngine
+    private let hookServices: [any Service]
     public let server: HTTPServer
     public let admin: AdminSocketServer
     public let store: DaemonStore
@@ -48,8 +53,15 @@ public struct CardVaultDaemon: Sendable {
             configuration: configuration, store: store.store, fingerprintKeys: store.fingerprintKeys, logger: logger)
         let forward = try ForwardAssembly.service(configuration: configuration, services: services)
         self.forward = forward
+        let hooks = HookAssembly.service(configuration: configuration, services: services)
+        self.hooks = hooks
+        let (hookEngine, hookClient) = HookAssembly.engine(configuration: configuration, hooks: hooks)
+        self.hookEngine = hookEngine
+        hookServices = HookAssembly.services(
+            configuration: configuration, engine: hookEngine, client: hookClient, leadership: store.leadership,
+            logger: logger)
         let groups = try await MerchantAssembly.routes(
-            configuration: configuration, services: services, forward: forward, announce: announce)
+            configuration: configuration, services: services, forward: forward, hooks: hooks, announce: announce)
         let metrics = HTTPMetrics()
         metrics.addCollector { [store] in store.keyMetricsText() }
         background = try BackgroundServices.make(
@@ -60,6 +72,7 @@ public struct CardVaultDaemon: Sendable {
         metrics.addCollector { businessMetrics.prometheusText() }
         let storeBackend = configuration.databaseURL == nil ? "file" : "postgresql"
         metrics.addCollector { BuildInfo.prometheusText(storeBackend: storeBackend) }
+        metrics.addCollector { hookEngine.metrics.prometheusText() }
         server = try CardVaultApplication(
             configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
         ).makeServer()
@@ -82,14 +95,14 @@ public struct CardVaultDaemon: Sendable {
 
     private let publicURL: String
 
-    /// The daemon's services, in the order they start: the admin socket, the sweeper, the forward route's HTTPS
-    /// client, the HTTP server.
+    /// The daemon's services, in the order they start: the admin socket, the sweeper, the hooks' outbound client
+    /// and delivery engine, the forward route's HTTPS client, the HTTP server.
     public var serviceList: [any Service] {
         let logger = logger
         let announce = announce
         let listenURL = listenURL
         let publicURL = publicURL
-        return [admin as any Service] + background + [
+        return [admin as any Service] + background + hookServices + [
             forward.client,
             HTTPService(server: server) { [services] port in
                 let url = listenURL(port)

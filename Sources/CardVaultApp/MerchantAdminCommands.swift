@@ -42,6 +42,7 @@ public enum MerchantAdminCommands {
                 throw AdminError(error.code.rawValue, error.message)
             }
         }
+        HookAssembly.registerAdminCommands(services, in: handlers)
         handlers.register("clients.list") { _, _ in
             let clients = try await services.clients.active()
             return .array(

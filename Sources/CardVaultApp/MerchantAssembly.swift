@@ -2,6 +2,7 @@ public import Configuration
 public import Forward
 import Foundation
 public import HTTPServer
+public import Hooks
 import MangopayAPI
 import MasterpassAPI
 public import Payments
@@ -60,7 +61,7 @@ public enum MerchantAssembly {
     /// The route groups for `serve`: the Mangopay dialect and the pay-ins with their sandbox ACS.
     public static func routes(
         configuration: CardVaultConfiguration, services: MerchantServices, forward: ForwardService? = nil,
-        announce: @escaping @Sendable (String) -> Void
+        hooks: HookService? = nil, announce: @escaping @Sendable (String) -> Void
     ) async throws -> [any RouteGroup] {
         return [
             MangopayRoutes(
@@ -73,5 +74,10 @@ public enum MerchantAssembly {
             WebPayInPageRoutes(services: services),
             try CheckoutAssembly.routes(services: services, configuration: configuration),
         ] + (forward.map { [ForwardRoutes(forward: $0, services: services)] } ?? [])
+            + [
+                HookRoutes(
+                    hooks: hooks ?? HookAssembly.service(configuration: configuration, services: services),
+                    services: services)
+            ]
     }
 }

@@ -173,6 +173,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var lifetimes: Lifetimes
     /// Detokenize-and-forward destinations and limits.
     public var forward: Forward
+    /// Hook deliveries: retry interval, private destinations, concurrency.
+    public var hooks: Hooks
 
     public init(
         listenHost: String = "127.0.0.1",
@@ -196,7 +198,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         databaseURL: Redacted<String>? = nil,
         database: Database = Database(),
         lifetimes: Lifetimes = Lifetimes(),
-        forward: Forward = Forward()
+        forward: Forward = Forward(),
+        hooks: Hooks = Hooks()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -220,6 +223,7 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         self.database = database
         self.lifetimes = lifetimes
         self.forward = forward
+        self.hooks = hooks
     }
 
     /// `host:port` (IPv6 hosts in brackets).

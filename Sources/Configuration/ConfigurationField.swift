@@ -21,6 +21,8 @@ struct ConfigurationField: Sendable {
         case choice([String])
         /// Comma-separated items (an array in the file), each checked by `check` (nil: fine, else the problem).
         case list(example: String, check: @Sendable (String) -> String?)
+        /// `true`/`false` (a JSON boolean in the file; `true`, `false`, `1` or `0` in the environment).
+        case boolean
     }
 
     /// Parsed values.
@@ -39,10 +41,11 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys", "database", "lifetimes", "forward"]
+    static let sections: Set<String> = ["http", "tls", "keys", "database", "lifetimes", "forward", "hooks"]
 
-    /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift).
-    static let all: [ConfigurationField] = baseFields + forwardFields
+    /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift) and the hooks'
+    /// (CardVaultConfiguration+Hooks.swift).
+    static let all: [ConfigurationField] = baseFields + forwardFields + hookFields
 
     static let baseFields: [ConfigurationField] = [
         ConfigurationField(path: "listen", environmentName: "CARDVAULT_LISTEN", kind: .listen) {
@@ -213,6 +216,11 @@ struct ConfigurationField: Sendable {
                 throw invalid("must be an array of strings such as \"\(example)\"")
             }
             value = try parse((items as! [String]).joined(separator: ","))
+        case .boolean:
+            guard let number = json as? NSNumber, String(cString: number.objCType) == "c" else {
+                throw invalid("must be true or false")
+            }
+            value = .integer(number.boolValue ? 1 : 0)
         case .optionalPath, .optionalToken, .optionalDatabaseURL:
             if json is NSNull {
                 value = .none
@@ -302,6 +310,12 @@ struct ConfigurationField: Sendable {
                 )
             }
             return .text(text)
+        case .boolean:
+            switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true", "1": return .integer(1)
+            case "false", "0": return .integer(0)
+            default: throw invalid("must be true or false")
+            }
         case .choice(let words):
             guard words.contains(text) else { throw invalid("must be one of " + words.joined(separator: ", ")) }
             return .text(text)

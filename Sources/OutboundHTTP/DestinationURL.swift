@@ -4,6 +4,8 @@
 /// the path; host names of letters, digits, `-` and `.` only (internationalised names in their `xn--` form) or IP
 /// literals; no fragment.
 public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
+    /// `https`, or `http` for a URL parsed with `allowPlainHTTP` (hooks to private addresses in development).
+    public let scheme: String
     /// Lower-case host, IPv6 literals in brackets (`[::1]`).
     public let host: String
     /// The port connected to (443 unless given).
@@ -24,8 +26,11 @@ public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `text`.
-    /// - Parameter allowQuery: false for allow-list prefixes (scheme, host, port and path only).
-    public init(parsing text: String, allowQuery: Bool = true) throws(Problem) {
+    /// - Parameters:
+    ///   - allowQuery: false for allow-list prefixes (scheme, host, port and path only).
+    ///   - allowPlainHTTP: also accept `http://` (the caller must then connect only to special-purpose addresses;
+    ///     ``OutboundHTTPClient`` refuses any other for such a URL).
+    public init(parsing text: String, allowQuery: Bool = true, allowPlainHTTP: Bool = false) throws(Problem) {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw Problem("must not be empty") }
         guard bytes.count <= Self.maximumLength else {
@@ -41,9 +46,9 @@ public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
             throw Problem("must be an absolute https:// URL")
         }
         let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
-        guard scheme == "https" else { throw Problem("must use https") }
+        guard scheme == "https" || (allowPlainHTTP && scheme == "http") else { throw Problem("must use https") }
         guard bytes.count >= colon + 3, bytes[colon + 1] == 0x2F, bytes[colon + 2] == 0x2F else {
-            throw Problem("must start with https://")
+            throw Problem("must start with \(scheme)://")
         }
         let authorityStart = colon + 3
         var index = authorityStart
@@ -64,8 +69,9 @@ public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
             query = String(decoding: bytes[queryStart..<index], as: UTF8.self)
         }
         if index < bytes.count { throw Problem("must not have a fragment (#)") }
+        self.scheme = scheme
         self.host = host
-        self.port = port ?? 443
+        self.port = port ?? (scheme == "http" ? 80 : 443)
         self.explicitPort = port != nil
         self.path = pathBytes.isEmpty ? "/" : String(decoding: pathBytes, as: UTF8.self)
         self.query = query
@@ -78,7 +84,7 @@ public struct DestinationURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL written back out, as libcurl receives it.
     public var description: String {
-        var text = "https://" + host
+        var text = scheme + "://" + host
         if explicitPort { text += ":" + String(port) }
         text += path
         if let query { text += "?" + query }
@@ -177,7 +183,9 @@ public struct DestinationPrefix: Sendable, Hashable, CustomStringConvertible {
 
     /// True when `candidate` lies inside this prefix.
     public func allows(_ candidate: DestinationURL) -> Bool {
-        guard candidate.host == url.host, candidate.port == url.port else { return false }
+        guard candidate.scheme == url.scheme, candidate.host == url.host, candidate.port == url.port else {
+            return false
+        }
         let prefix = url.path
         if prefix == "/" { return true }
         if prefix.hasSuffix("/") { return candidate.path.hasPrefix(prefix) }

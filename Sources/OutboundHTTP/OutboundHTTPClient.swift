@@ -146,6 +146,10 @@ public final class OutboundHTTPClient: Service {
         guard !request.addresses.isEmpty, request.addresses.allSatisfy(configuration.addressPolicy.allows) else {
             throw OutboundHTTPError(.addressRefused, "the destination's address is not allowed")
         }
+        // Plain http only to special-purpose addresses the operator allowed (a development receiver).
+        guard request.url.scheme == "https" || request.addresses.allSatisfy(AddressPolicy.isSpecial) else {
+            throw OutboundHTTPError(.addressRefused, "plain http is only sent to allowed private addresses")
+        }
         let result: Result<OutboundResponse, OutboundHTTPError> = await withCheckedContinuation { continuation in
             let transfer = Transfer(request: request, configuration: configuration, continuation: continuation)
             let refusal = state.withLock { state -> OutboundHTTPError? in
@@ -301,7 +305,7 @@ final class Transfer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         let url = request.url
         var ok = set(CURLOPT_URL, url.description)
-        ok = ok && set(CURLOPT_PROTOCOLS_STR, "https") && set(CURLOPT_REDIR_PROTOCOLS_STR, "https")
+        ok = ok && set(CURLOPT_PROTOCOLS_STR, url.scheme) && set(CURLOPT_REDIR_PROTOCOLS_STR, "https")
         ok = ok && set(CURLOPT_FOLLOWLOCATION, 0) && set(CURLOPT_NOSIGNAL, 1)
         ok = ok && set(CURLOPT_PROXY, "") && set(CURLOPT_NOPROXY, "*")
         ok = ok && set(CURLOPT_SSL_VERIFYPEER, 1) && set(CURLOPT_SSL_VERIFYHOST, 2)

@@ -84,9 +84,15 @@ public struct CardRegistrationService: Sendable {
             preregistrationData: Identifier.secret(count: 64, random: environment.random), registrationData: nil,
             cardId: nil, result: nil, status: .created, cardHolderName: nil, failedAttempts: 0, pending: nil)
         try await mapStoreErrors {
-            try await environment.store.put(
-                Collections.registrations, id: Identifier.scoped(clientId, registration.id),
-                value: try RecordCoding.encode(registration), condition: .absent)
+            try await environment.store.commit(
+                [
+                    .put(
+                        collection: Collections.registrations, id: Identifier.scoped(clientId, registration.id),
+                        value: try RecordCoding.encode(registration), condition: .absent)
+                ]
+                    + EventLog.writes(
+                        .cardRegistrationCreated, resourceId: registration.id, clientId: clientId,
+                        environment: environment))
         }
         return registration
     }
@@ -302,6 +308,8 @@ public struct CardRegistrationService: Sendable {
                     "RegistrationData",
                     "The card registration has already been processed (status \(registration.status.rawValue)).")
             case .fail(let result):
+                writes += try EventLog.writes(
+                    .cardRegistrationError, resourceId: id, clientId: clientId, environment: environment)
                 updated.status = .error
                 updated.result = result
                 updated.registrationData = registrationData
@@ -313,6 +321,8 @@ public struct CardRegistrationService: Sendable {
                     securityCodes.discard(clientId: clientId, cardId: pending.cardId)
                 }
             case .validate(let pending):
+                writes += try EventLog.writes(
+                    .cardRegistrationValidated, resourceId: id, clientId: clientId, environment: environment)
                 updated.status = .validated
                 updated.result = .success
                 updated.registrationData = registrationData

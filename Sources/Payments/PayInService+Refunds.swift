@@ -97,6 +97,10 @@ extension PayInService {
                     value: [], condition: .unconditional),
             ]
             writes += TransactionIndex.writes(for: refund, ownerId: wallet.ownerId)
+            for type in [EventType.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed]
+            {
+                writes += try EventLog.writes(type, resourceId: refund.id, clientId: clientId, environment: environment)
+            }
             if result == .success {
                 var refundedPayIn = payIn
                 refundedPayIn.refunded = try Self.checked(

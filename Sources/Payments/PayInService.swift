@@ -530,6 +530,27 @@ public struct PayInService: Sendable {
         }
     }
 
+    /// The events of a transaction's step, for its batch: `…_CREATED` when it is new, then `…_SUCCEEDED` or
+    /// `…_FAILED` when the step made it final.
+    static func eventWrites(
+        _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment
+    ) throws -> [RecordWrite] {
+        // Preauthorizations, deposits and the pay-ins that capture them write theirs in authorizationEventWrites.
+        let purpose = payIn.machine.purpose
+        guard purpose == .cardValidation || (purpose == .payIn && payIn.capturedFrom == nil) else { return [] }
+        let isPayIn = purpose == .payIn
+        var types: [EventType] = []
+        if created { types.append(isPayIn ? .payInNormalCreated : .cardValidationCreated) }
+        switch payIn.machine.state {
+        case .succeeded: types.append(isPayIn ? .payInNormalSucceeded : .cardValidationSucceeded)
+        case .failed: types.append(isPayIn ? .payInNormalFailed : .cardValidationFailed)
+        case .created, .awaitingChallenge: break
+        }
+        return try types.flatMap {
+            try EventLog.writes($0, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
+        }
+    }
+
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
@@ -552,6 +573,7 @@ public struct PayInService: Sendable {
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
         // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
+        let eventWrites = try Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
         let walletKey =
             actions.contains(.creditWallet)
             ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
@@ -572,6 +594,7 @@ public struct PayInService: Sendable {
                     condition: previousVersion.map { .version($0) } ?? .absent)
             ]
             writes += extra
+            writes += eventWrites
             writes += try authorizationEventWrites(payIn, isNew: previousVersion == nil)
             if payIn.machine.state.isFinal, payIn.capturedFrom == nil {
                 writes += PayInRiskHistory.outcomeWrites(

@@ -62,6 +62,22 @@ public struct PaymentEvent: Sendable, Equatable, Codable {
     }
 }
 
+/// The microsecond stamps of a process's event ids: the clock's time, or one more than the last stamp when the
+/// clock has not moved past it (a batch with two events, a manual clock, a clock stepped back).
+public final class EventStamps: Sendable {
+    private let last = Locked<Int64>(0)
+
+    public init() {}
+
+    /// A stamp after every earlier one, at least `micros`.
+    public func next(atLeast micros: Int64) -> Int64 {
+        last.withLock { last in
+            last = max(micros, last + 1)
+            return last
+        }
+    }
+}
+
 /// Writes events into the batch of the change they report, so that a change and its event commit together or
 /// not at all, and a retried change (a version conflict re-runs it) writes its event once.
 ///
@@ -70,9 +86,11 @@ public struct PaymentEvent: Sendable, Equatable, Codable {
 public enum EventLog {
     /// The writes that record `type` for `resourceId`; append them to the change's batch.
     public static func writes(
-        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource
+        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource,
+        stamps: EventStamps? = nil
     ) throws -> [RecordWrite] {
-        let event = make(clientId: clientId, type: type, resourceId: resourceId, clock: clock, random: random)
+        let event = make(
+            clientId: clientId, type: type, resourceId: resourceId, clock: clock, random: random, stamps: stamps)
         let value = try RecordCoding.encode(event)
         return [
             .put(collection: Collections.events, id: event.id, value: value, condition: .absent),
@@ -86,19 +104,33 @@ public enum EventLog {
     ) throws -> [RecordWrite] {
         try writes(
             clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
-            random: environment.random)
+            random: environment.random, stamps: environment.eventStamps)
+    }
+
+    /// The start of every event id of `clientId` (scan ``Collections/events`` with it).
+    public static func idPrefix(clientId: String) -> String { Identifier.scoped(clientId, "") }
+
+    /// The event id position of `clientId` at `micros` microseconds: ids after it are of later events (scan with it
+    /// as `after` to skip earlier ones).
+    public static func idPosition(clientId: String, micros: Int64) -> String {
+        idPrefix(clientId: clientId) + padded(micros)
+    }
+
+    static func padded(_ micros: Int64) -> String {
+        let stamp = String(max(0, micros))
+        return String(repeating: "0", count: max(0, 16 - stamp.utf8.count)) + stamp
     }
 
     /// A new event at the clock's time (microsecond order within the client; a random suffix keeps two events
     /// of one microsecond apart).
     static func make(
-        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource
+        clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource,
+        stamps: EventStamps? = nil
     ) -> PaymentEvent {
         let seconds = clock.now.timeIntervalSince1970
-        let micros = Int64((seconds * 1_000_000).rounded(.down))
-        let stamp = String(micros)
-        let padded = String(repeating: "0", count: max(0, 16 - stamp.utf8.count)) + stamp
-        let id = Identifier.indexed(clientId, padded, Identifier.make("evt_", random: random))
+        let clockMicros = Int64((seconds * 1_000_000).rounded(.down))
+        let micros = stamps?.next(atLeast: clockMicros) ?? clockMicros
+        let id = Identifier.indexed(clientId, padded(micros), Identifier.make("evt_", random: random))
         return PaymentEvent(
             clientId: clientId, resourceId: resourceId, eventType: type, date: Int64(seconds.rounded(.down)), id: id)
     }

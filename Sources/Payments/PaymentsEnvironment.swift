@@ -14,6 +14,9 @@ public struct PaymentsEnvironment: Sendable {
     public var logger: Logger
     /// The business counters of `/metrics` (tokenizations, transactions, challenges, risk decisions).
     public var metrics = BusinessMetrics()
+    /// Keeps this process's event ids strictly increasing (``EventLog``), so one resource's events list in the
+    /// order they happened even within one microsecond or one batch.
+    public let eventStamps = EventStamps()
 
     public init(
         store: any RecordStore,

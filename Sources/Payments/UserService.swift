@@ -19,9 +19,15 @@ public struct UserService: Sendable {
             creationDate: now, termsAndConditionsAcceptedDate: fields.termsAndConditionsAccepted == true ? now : nil,
             fields: fields)
         try await mapStoreErrors {
-            try await environment.store.put(
-                Collections.users, id: Identifier.scoped(clientId, user.id), value: try RecordCoding.encode(user),
-                condition: .absent)
+            try await environment.store.commit(
+                [
+                    .put(
+                        collection: Collections.users, id: Identifier.scoped(clientId, user.id),
+                        value: try RecordCoding.encode(user), condition: .absent)
+                ]
+                    + EventLog.writes(
+                        type == .natural ? .userNaturalCreated : .userLegalCreated, resourceId: user.id,
+                        clientId: clientId, environment: environment))
         }
         return user
     }

@@ -50,6 +50,14 @@ public enum Collections {
     public static let events = "events"
     /// Events not yet handed to the hook delivery engine, written in the same batch as the event.
     public static let eventOutbox = "event-outbox"
+    /// The merchants' hooks, one per `EventType` per client (Hooks).
+    public static let hooks = "hooks"
+    /// `clientId:EVENT_TYPE` → the hook id: keeps one hook per event type.
+    public static let hooksByEvent = "hooks-by-event"
+    /// The per-client secret that signs hook deliveries (`CardVault-Signature`).
+    public static let hookSecrets = "hook-secrets"
+    /// Events whose delivery was given up (3 days of failures, or an INVALID hook), kept for the operator.
+    public static let hookFailures = "hook-failures"
 
     // MARK: Hosted checkout (Checkout)
     public static let checkoutRegistrations = "checkout-registrations"
@@ -75,6 +83,7 @@ public enum Collections {
         checkoutMerchants, checkoutSessions, checkoutTransactions, checkoutWallets, checkoutPairingTransactions,
         checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
-        preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns,
+        preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns, hooks, hooksByEvent, hookSecrets,
+        hookFailures,
     ]
 }

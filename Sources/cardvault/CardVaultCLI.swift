@@ -15,6 +15,7 @@ enum CardVaultCLI {
         InspectCommand.self,
         KeysCommand.self,
         ClientsCommand.self,
+        HooksCommand.self,
         VerifyCommand.self,
         StoreExerciseCommand.self,
         CheckoutCommand.self,

@@ -108,6 +108,10 @@ import VaultCore
             "CARDVAULT_FORWARD_MAX_REQUEST_BODY_BYTES": "100",
             "CARDVAULT_FORWARD_MAX_RESPONSE_BODY_BYTES": "200",
             "CARDVAULT_FORWARD_MAX_CONCURRENT": "3",
+            "CARDVAULT_HOOKS_RETRY_INTERVAL_SECONDS": "1",
+            "CARDVAULT_HOOKS_ALLOW_PRIVATE_ADDRESSES": "true",
+            "CARDVAULT_HOOKS_MAX_CONCURRENT_PER_DESTINATION": "2",
+            "CARDVAULT_HOOKS_POLL_INTERVAL_MILLISECONDS": "100",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
@@ -145,7 +149,10 @@ import VaultCore
             forward: .init(
                 destinations: ["https://psp.example/v1/"], caFile: "/tls/psp-ca.pem", privateNetworks: ["10.1.0.0/16"],
                 connectTimeoutSeconds: 2, timeoutSeconds: 9, maxRequestBodyBytes: 100, maxResponseBodyBytes: 200,
-                maxConcurrent: 3)
+                maxConcurrent: 3),
+            hooks: .init(
+                retryIntervalSeconds: 1, allowPrivateAddresses: true, maxConcurrentPerDestination: 2,
+                pollIntervalMilliseconds: 100)
         )
         #expect(configuration == expected)
     }
@@ -173,6 +180,9 @@ import VaultCore
         (#"{"tokenFailuresPerMinutePerAddress": "5"}"#, "tokenFailuresPerMinutePerAddress"),
         (#"{"rateLimitTrackedAddresses": 10}"#, "rateLimitTrackedAddresses"),
         (#"{"http": {"maxConnections": 1}}"#, "http.maxConnections"),
+        (#"{"hooks": {"allowPrivateAddresses": "yes"}}"#, "hooks.allowPrivateAddresses"),
+        (#"{"hooks": {"allowPrivateAddresses": 1}}"#, "hooks.allowPrivateAddresses"),
+        (#"{"hooks": {"retryIntervalSeconds": 0}}"#, "hooks.retryIntervalSeconds"),
         (#"{"http": {"maxConnectionsPerAddress": 0}}"#, "http.maxConnectionsPerAddress"),
         (#"{"http": {"maxConnectionsPerAddress": 513}}"#, "http.maxConnectionsPerAddress"),
         (#"{"http": {"maxConnections": 100, "maxConnectionsPerAddress": 64}}"#, "http.maxConnectionsPerAddress"),
@@ -294,5 +304,19 @@ import VaultCore
                 #expect(!error.message.contains(bad))
             }
         }
+    }
+}
+
+@Suite struct HookConfigurationTests {
+    @Test func theHooksSectionReadsABooleanAndIntegersFromTheFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hooks-\(UInt64.random(in: 0...UInt64.max)).json")
+        try Data(#"{"hooks": {"allowPrivateAddresses": true, "retryIntervalSeconds": 30}}"#.utf8).write(to: file)
+        let configuration = try CardVaultConfiguration.load(file: file.path, environment: [:])
+        #expect(configuration.hooks == .init(retryIntervalSeconds: 30, allowPrivateAddresses: true))
+        let overridden = try CardVaultConfiguration.load(
+            file: file.path, environment: ["CARDVAULT_HOOKS_ALLOW_PRIVATE_ADDRESSES": "false"])
+        #expect(!overridden.hooks.allowPrivateAddresses)
+        #expect(CardVaultConfiguration().hooks == .init(retryIntervalSeconds: 600, allowPrivateAddresses: false))
     }
 }
