@@ -59,7 +59,11 @@ let package = Package(
         // The PostgreSQL record store (libpq), beside the file store; chosen by `databaseURL`.
         library("VaultStorePostgres", ["CLibPQ", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("AdminChannel", ["VaultStore", "VaultCrypto", "VaultCore"]),
-        library("Payments", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
+        // The risk engine's rules and the in-memory counters of the risk history.
+        library("Risk", ["VaultStore", "VaultCore"]),
+        // The business counters and histograms of /metrics (tokenizations, transactions, challenges, risk).
+        library("BusinessMetrics", ["VaultCore"]),
+        library("Payments", ["Risk", "BusinessMetrics", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("Checkout", ["CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         library("HTTPServer", ["CMicroHTTPD", "CHTTPShims", "VaultCore"]),
         // The outbound HTTPS client (libcurl) and the detokenize-and-forward domain over it.
@@ -67,13 +71,16 @@ let package = Package(
         library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         // Hooks and events: the merchant's hooks, the signed delivery engine over the outbox.
         library("Hooks", ["OutboundHTTP", "Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
-        library("MangopayAPI", ["Payments", "Forward", "Hooks", "CardKit", "HTTPServer", "VaultCore"]),
+        library(
+            "MangopayAPI",
+            ["Payments", "Risk", "BusinessMetrics", "Forward", "Hooks", "CardKit", "HTTPServer", "VaultCore"]),
         library("MasterpassAPI", ["Checkout", "Payments", "CardKit", "HTTPServer", "VaultCore"]),
         library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Checkout", "Forward", "Hooks",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Risk", "BusinessMetrics", "Checkout",
+                "Forward", "Hooks",
                 "OutboundHTTP", "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
@@ -98,9 +105,13 @@ let package = Package(
         tests("VaultCoreTests", ["VaultCore"]),
         tests("VaultCryptoTests", ["VaultCrypto", "VaultCore"], resources: [.copy("Vectors")]),
         tests("CardKitTests", ["CardKit"]),
+        tests("RiskTests", ["Risk"]),
+        tests("BusinessMetricsTests", ["BusinessMetrics"]),
         tests("VaultStoreTests", ["VaultStore", "VaultStorePostgres", "VaultCrypto", "VaultCore"]),
         tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCore", "CardVaultTesting"]),
-        tests("PaymentsTests", ["Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
+        tests(
+            "PaymentsTests",
+            ["Payments", "Risk", "CardKit", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests("CheckoutTests", ["Checkout", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         tests("HTTPServerTests", ["HTTPServer", "VaultCore", "CardVaultTesting"]),
         tests(

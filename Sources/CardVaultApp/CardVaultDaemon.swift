@@ -1,4 +1,5 @@
 public import AdminChannel
+import BusinessMetrics
 public import Configuration
 public import Forward
 public import HTTPServer

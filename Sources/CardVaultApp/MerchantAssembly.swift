@@ -6,6 +6,7 @@ public import Hooks
 import MangopayAPI
 import MasterpassAPI
 public import Payments
+import Risk
 public import VaultCore
 public import VaultCrypto
 public import VaultStore

@@ -1,3 +1,4 @@
+import BusinessMetrics
 import Foundation
 import HTTPServer
 import Payments

@@ -1,4 +1,5 @@
 import Payments
+import Risk
 
 /// Renders pay-ins, card validations and refunds as Mangopay v2.01 JSON: every key present (null when
 /// unset), dates as Unix seconds, amounts in minor units.

@@ -1,3 +1,5 @@
+import BusinessMetrics
+
 extension CardRegistrationService {
     /// Tokenizes a card for registration `id` of `clientId` (see ``tokenizeUncounted(clientId:id:form:signals:requireSecurityCode:)``)
     /// and counts the result in `cardvault_tokenizations_total`, whichever route reached it (the Mangopay

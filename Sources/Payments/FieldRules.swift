@@ -1,3 +1,6 @@
+import CardKit
+import VaultCore
+
 /// Format rules for request fields, collected into a field → problem map so that one answer names every
 /// wrong field, as the Mangopay API does.
 struct FieldRules {

@@ -1,3 +1,4 @@
+public import Risk
 import VaultCore
 
 /// Every service of the merchant API, built once from one environment and shared by the routes.

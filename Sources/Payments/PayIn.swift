@@ -1,4 +1,5 @@
 import Foundation
+public import Risk
 
 /// An amount with its currency, as the wire carries it (`{"Currency":"EUR","Amount":1000}`), in integer minor units.
 public struct Funds: Sendable, Equatable, Codable {

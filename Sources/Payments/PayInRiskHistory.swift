@@ -1,4 +1,6 @@
 import Foundation
+import Risk
+import VaultCore
 import VaultCrypto
 import VaultStore
 
@@ -15,7 +17,7 @@ struct PayInRiskHistory: Sendable {
     static let failures = Collections.riskFailures
     static let successes = Collections.riskSuccesses
     /// Most entries counted per dimension; more than this all look alike to the rules.
-    static let countLimit = 1000
+    static let countLimit = RiskCounters.defaultLimit
 
     /// The dimensions of one transaction.
     struct Keys: Sendable {

@@ -1,4 +1,6 @@
+import CardKit
 import Foundation
+import Risk
 import VaultCore
 import VaultStore
 

@@ -1,5 +1,6 @@
 import CardKit
 import Foundation
+public import Risk
 import VaultCore
 import VaultCrypto
 import VaultStore

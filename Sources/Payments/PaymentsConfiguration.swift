@@ -1,3 +1,4 @@
+public import CardKit
 public import Foundation
 public import VaultCore
 

@@ -1,3 +1,4 @@
+public import BusinessMetrics
 import Foundation
 public import VaultCore
 public import VaultCrypto

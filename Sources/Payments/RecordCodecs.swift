@@ -1,4 +1,5 @@
 import Foundation
+public import Risk
 public import VaultStore
 
 // The binary codecs of the stored record types (see ``BinaryRecordFormat``). Tags are fixed forever: a field

@@ -1,4 +1,5 @@
 public import Foundation
+public import Risk
 
 /// How the built-in sandbox issuer treats cards: which go frictionless, which are challenged, which
 /// decline and with what result, and the largest amount allowed without a challenge.

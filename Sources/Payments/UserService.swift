@@ -1,3 +1,4 @@
+import VaultCore
 import VaultStore
 
 /// Creates, reads and updates a client's users.

@@ -1,4 +1,5 @@
 import CardKit
+import VaultCore
 import VaultStore
 
 /// A wallet of one owner, holding a balance in integer minor units of its currency.

@@ -1,4 +1,5 @@
 import Foundation
+import Risk
 import VaultCore
 import VaultCrypto
 import VaultStore

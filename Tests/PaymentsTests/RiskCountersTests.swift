@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Payments
+@testable import Risk
 
 /// The in-memory counters of the risk history: seeded once from the history, then kept by the commits.
 @Suite struct RiskCountersTests {

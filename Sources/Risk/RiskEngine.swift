@@ -40,6 +40,12 @@ public struct RiskAssessment: Sendable, Codable, Equatable {
     public var score: Int
     public var decision: RiskDecision
     public var reasons: [RiskReason]
+
+    public init(score: Int, decision: RiskDecision, reasons: [RiskReason]) {
+        self.score = score
+        self.decision = decision
+        self.reasons = reasons
+    }
 }
 
 /// What is known about a transaction and its history when it is scored. The payments service

@@ -11,13 +11,19 @@ import VaultStore
 /// are held and merged when the scan is in. Events older than the window are dropped as they are met; at most
 /// ``PayInRiskHistory/countLimit`` are kept per key (the rules see no difference above that). At most
 /// `maximumKeys` keys are held; when full, the least recently used half is forgotten (and seeded again when met).
-final class RiskCounters: Sendable {
+package final class RiskCounters: Sendable {
     /// One attempt, failure or success of a transaction.
-    struct Event: Sendable, Equatable {
-        var stamp: Int64
-        var transactionId: String
+    package struct Event: Sendable, Equatable {
+        package var stamp: Int64
+        package var transactionId: String
         /// The card fingerprint (device attempts: for the distinct cards) or the amount (successes), as text.
-        var detail: String
+        package var detail: String
+
+        package init(stamp: Int64, transactionId: String, detail: String) {
+            self.stamp = stamp
+            self.transactionId = transactionId
+            self.detail = detail
+        }
     }
 
     /// What a key's counter holds: the events seen, newest last.
@@ -64,18 +70,20 @@ final class RiskCounters: Sendable {
         var clock: UInt64 = 0
     }
 
-    let limit: Int
-    let maximumKeys: Int
+    package let limit: Int
+    package let maximumKeys: Int
     private let state = Locked(State())
+    /// Most events counted per key; more than this all look alike to the rules.
+    package static let defaultLimit = 1000
 
-    init(limit: Int = PayInRiskHistory.countLimit, maximumKeys: Int = 200_000) {
+    package init(limit: Int = RiskCounters.defaultLimit, maximumKeys: Int = 200_000) {
         self.limit = limit
         self.maximumKeys = maximumKeys
     }
 
     /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan)
     /// when it is not held yet.
-    func events(_ key: String, since: Int64?, seed: () async throws -> [Event]) async throws -> [Event] {
+    package func events(_ key: String, since: Int64?, seed: () async throws -> [Event]) async throws -> [Event] {
         let held: [Event]? = state.withLock { state in
             state.clock += 1
             switch state.slots[key] {
@@ -118,14 +126,14 @@ final class RiskCounters: Sendable {
     }
 
     /// Forgets a key whose seeding failed, so that the next caller seeds it again.
-    func abandon(_ key: String) {
+    package func abandon(_ key: String) {
         state.withLock { state in
             if case .seeding = state.slots[key] { state.slots[key] = nil }
         }
     }
 
     /// Adds events that a commit made durable. Keys not held are left alone: their seeding scan will read them.
-    func record(_ events: [(key: String, event: Event)]) {
+    package func record(_ events: [(key: String, event: Event)]) {
         guard !events.isEmpty else { return }
         state.withLock { state in
             for (key, event) in events {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Payments
+@testable import BusinessMetrics
 
 /// ``BusinessMetrics``: what each recording adds, and an exposition whose label values come only from fixed
 /// vocabularies.

@@ -1,5 +1,3 @@
-public import VaultCore
-
 /// Resource identifiers and random secrets, and the composite record ids that keep one client's records apart
 /// from another's in the store.
 public enum Identifier {
@@ -37,22 +35,22 @@ public enum Identifier {
         return !bytes.isEmpty && bytes.count <= 100 && bytes.allSatisfy(isIdentifierByte)
     }
 
-    static func isIdentifierByte(_ byte: UInt8) -> Bool {
+    package static func isIdentifierByte(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
             || byte == 0x5F || byte == 0x2D
     }
 
     /// The store record id of a client's resource: `clientId:resourceId`.
-    static func scoped(_ clientId: String, _ resourceId: String) -> String { clientId + ":" + resourceId }
+    package static func scoped(_ clientId: String, _ resourceId: String) -> String { clientId + ":" + resourceId }
 
     /// The store record id of an index entry: `clientId:key:resourceId`.
-    static func indexed(_ clientId: String, _ key: String, _ resourceId: String) -> String {
+    package static func indexed(_ clientId: String, _ key: String, _ resourceId: String) -> String {
         clientId + ":" + key + ":" + resourceId
     }
 
     /// `id` as it may appear in an error text: kept when well formed, otherwise cut short and cleaned, so an
     /// error can never echo a card number pasted into a path.
-    static func printable(_ id: String) -> String {
+    package static func printable(_ id: String) -> String {
         if isWellFormed(id), !containsLongDigitRun(id) { return id }
         return "(invalid)"
     }
@@ -71,7 +69,7 @@ public enum Identifier {
     }
 
     /// Lowercase hexadecimal text of `bytes`.
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         for byte in bytes {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Payments
+@testable import Risk
 
 @Suite struct RiskEngineTests {
     let engine = RiskEngine()

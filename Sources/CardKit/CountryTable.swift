@@ -42,7 +42,7 @@ public struct CountryTable: Sendable, Codable, Equatable {
         return best?.country
     }
 
-    static func parseIPv4(_ text: String) -> UInt32? {
+    package static func parseIPv4(_ text: String) -> UInt32? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var value: UInt32 = 0

@@ -1,5 +1,4 @@
 import VaultCore
-import VaultStore
 
 /// Serializes the changes of one record in the daemon, in front of the store's optimistic commit: a wallet
 /// credited by many pay-ins at once gets them one after another instead of failing them with conflicts.
@@ -12,7 +11,7 @@ import VaultStore
 /// when a change fails after handing on (its batch conflicted elsewhere, or the store refused it), the next
 /// change's condition fails too and it reads the record again. Changes that do not take turns (other code
 /// paths) are still safe; they only conflict more often.
-final class HotRecordQueue<Value: Sendable>: Sendable {
+package final class HotRecordQueue<Value: Sendable>: Sendable {
     private struct Slot {
         var busy = false
         var waiting: [UnsafeContinuation<Void, Never>] = []
@@ -31,12 +30,14 @@ final class HotRecordQueue<Value: Sendable>: Sendable {
 
     private let state = Locked(State())
 
+    package init() {}
+
     /// One change's turn on a record.
-    final class Turn: Sendable {
+    package final class Turn: Sendable {
         let key: String
         let serial: UInt64
         /// The record as the previous change wrote it (not durable yet), or nil: read it from the store.
-        let latest: Stored<Value>?
+        package let latest: Stored<Value>?
         /// The change that handed `latest` on (0: none).
         let source: UInt64
         private let queue: HotRecordQueue
@@ -52,13 +53,13 @@ final class HotRecordQueue<Value: Sendable>: Sendable {
 
         /// Waits until the change that handed `latest` on is done (durable or failed), so that the store shows
         /// what it left: after a conflict, the change then reads the record again from the store.
-        func settle() async {
+        package func settle() async {
             await queue.settle(key, source: source)
         }
 
         /// Hands the record as this change wrote it to the next change and lets that one go (once; later calls
         /// do nothing).
-        func hand(_ written: Stored<Value>?) {
+        package func hand(_ written: Stored<Value>?) {
             guard
                 released.withLock({ done in
                     defer { done = true }
@@ -70,14 +71,14 @@ final class HotRecordQueue<Value: Sendable>: Sendable {
 
         /// Ends the turn: lets the next change go if it has not gone yet, and forgets the record this change
         /// handed on (the next change then reads the store) unless a later change has handed on another.
-        func finish(failed: Bool) {
+        package func finish(failed: Bool) {
             hand(nil)
             queue.done(key, serial: serial)
         }
     }
 
     /// Waits for `key`'s turn.
-    func take(_ key: String) async -> Turn {
+    package func take(_ key: String) async -> Turn {
         let serial = state.withLock { state -> UInt64 in
             state.serial += 1
             return state.serial
