@@ -78,6 +78,19 @@ public struct CheckoutMerchantVault: CheckoutCardVault {
         return Redacted(pan.unmaskedDigits)
     }
 
+    public func eraseShopper(clientId: String, shopperReference: String) async throws {
+        let store = services.environment.store
+        let key = try services.environment.recordIds.scoped(clientId, shopperReference)
+        guard let record = try await store.get(Self.shoppers, id: key) else { return }
+        let userId = String(decoding: record.value, as: UTF8.self)
+        do {
+            _ = try await services.closeUser(clientId: clientId, id: userId)
+        } catch let error as PaymentsError where error.code == .notFound {
+            // The user is gone already; only the pointer is left.
+        }
+        try await store.delete(Self.shoppers, id: key)
+    }
+
     /// The user standing for a checkout shopper of `clientId`: one per merchant `userId` (or per checkout when the
     /// merchant sent none), created on first use.
     func shopper(clientId: String, reference: String, holder: String) async throws -> String {

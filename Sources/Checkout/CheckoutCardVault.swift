@@ -90,4 +90,10 @@ public protocol CheckoutCardVault: Sendable {
 
     /// The full card number of `cardId`, for a client flagged PCI-compliant.
     func accountNumber(clientId: String, cardId: String) async throws -> Redacted<String>
+
+    /// Erases the shopper `shopperReference` of `clientId` and every card vaulted for it (the card numbers are
+    /// deleted, the cards deactivated). Called when a checkout without a merchant `userId` ends: its shopper
+    /// exists for that checkout alone, and nothing may use its card afterwards. Erasing an unknown or erased
+    /// shopper does nothing.
+    func eraseShopper(clientId: String, shopperReference: String) async throws
 }

@@ -9,6 +9,7 @@ extension CheckoutService {
     /// The lifetime of every collection the hosted checkout writes (see ``RecordLifetime``).
     public var recordLifetimes: [RecordLifetime] {
         let store = self.store
+        let vault = self.vault
         let recordIds = self.recordIds
         let rekey: @Sendable (String) -> String? = { recordIds.rekeyedScopedId($0) }
         let auditRetention = Self.auditRetentionSeconds
@@ -22,6 +23,11 @@ extension CheckoutService {
             ) { record, now in
                 let session = try Self.decode(CheckoutSession.self, record)
                 guard Self.endOfSession(session) <= now else { return nil }
+                // A checkout without the merchant's userId vaulted its cards for a shopper of its own (see
+                // CheckoutCardVault.tokenize): once its payment data has expired nothing may use them.
+                if session.request.userId == nil {
+                    try await vault.eraseShopper(clientId: session.clientId, shopperReference: session.transactionId)
+                }
                 return [
                     .delete(collection: record.collection, id: record.id, condition: .version(record.version)),
                     .delete(

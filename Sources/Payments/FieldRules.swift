@@ -31,6 +31,39 @@ struct FieldRules {
         }
     }
 
+    /// A required amount (`DebitedFunds`, `Fees`, ...): a known ISO 4217 currency, an amount that is not negative
+    /// (and not zero unless `allowZero`), at most ``Funds/maximumAmount`` minor units.
+    mutating func funds(_ funds: Funds?, _ field: String, allowZero: Bool) {
+        guard let funds else {
+            fail(field, "The \(field) field is required.")
+            return
+        }
+        if Currency(code: funds.currency) == nil {
+            fail(field + ".Currency", "The code \(Self.quote(funds.currency)) cannot be found in the standard ISO 4217")
+        }
+        if funds.amount < 0 || (!allowZero && funds.amount == 0) {
+            fail(field + ".Amount", allowZero ? "The amount cannot be negative." : "The amount must be positive.")
+        }
+        if funds.amount > Funds.maximumAmount {
+            fail(field + ".Amount", "The amount cannot be above \(Funds.maximumAmount) minor units.")
+        }
+    }
+
+    /// The credit of `wallet` by a transaction of `debited` with `fees`: the wallet's currency, fees in that
+    /// currency and not above the amount, and `creditedUserId` (when sent) the wallet's owner.
+    mutating func credit(of wallet: Wallet, debited: Funds, fees: Funds, creditedUserId: String?) {
+        if debited.currency != wallet.currency {
+            fail("DebitedFunds.Currency", "The currency must be the credited wallet's (\(wallet.currency)).")
+        }
+        if fees.currency != debited.currency {
+            fail("Fees.Currency", "The Fees currency must be the DebitedFunds currency.")
+        }
+        if fees.amount > debited.amount { fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
+        if let creditedUserId, creditedUserId != wallet.ownerId {
+            fail("CreditedUserId", "The CreditedUserId must be the owner of the credited wallet.")
+        }
+    }
+
     /// An optional ISO 3166-1 alpha-2 country code.
     mutating func country(_ value: String?, _ field: String) {
         guard let value else { return }

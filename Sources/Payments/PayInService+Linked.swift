@@ -92,10 +92,8 @@ extension PayInService {
                     collection: Self.awaiting, id: Self.awaitingId(payIn),
                     value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
         }
-        extra += try EventLog.writes(
-            .payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
+        // PAYIN_NORMAL_CREATED and the final event come from `apply`, as for every pay-in.
         extra += try await extraWrites(payIn)
-        extra += try Self.finalEventWrites(payIn, environment: environment)
         payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
         environment.logger.info(
             "pay-in created",
@@ -108,26 +106,11 @@ extension PayInService {
         return payIn
     }
 
-    /// PAYIN_NORMAL_SUCCEEDED or _FAILED for a pay-in of a kind this module reports, once it is final.
-    static func finalEventWrites(_ payIn: PayIn, environment: PaymentsEnvironment) throws -> [RecordWrite] {
-        guard payIn.payInKind != nil else { return [] }
-        switch payIn.machine.state {
-        case .succeeded:
-            return try EventLog.writes(
-                .payInNormalSucceeded, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
-        case .failed:
-            return try EventLog.writes(
-                .payInNormalFailed, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
-        case .created, .awaitingChallenge:
-            return []
-        }
-    }
-
-    /// The writes that go with a pay-in's 3-D Secure completion (or expiry) besides the pay-in itself: for a recurring
-    /// CIT, its registration's change and event; for every pay-in kind of this module, its final event.
+    /// The writes that go with a pay-in's 3-D Secure completion (or expiry) besides the pay-in itself (whose events
+    /// `apply` writes): for a recurring CIT, its registration's change and event.
     func completionWrites(for payIn: PayIn) async throws -> [RecordWrite] {
         guard payIn.payInKind != nil else { return [] }
-        var writes = try Self.finalEventWrites(payIn, environment: environment)
+        var writes: [RecordWrite] = []
         if let registrationId = payIn.recurringRegistrationId,
             let stored = try await readRegistration(clientId: payIn.clientId, id: registrationId)
         {

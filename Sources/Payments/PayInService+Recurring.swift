@@ -42,13 +42,13 @@ extension PayInService {
         rules.oneOf(request.paymentType, ["CARD_DIRECT"], "PaymentType")
         rules.oneOf(request.frequency, RecurringRegistration.frequencies, "Frequency")
         rules.length(request.tag, "Tag")
-        Self.requireFunds(request.firstTransactionDebitedFunds, "FirstTransactionDebitedFunds", &rules, zero: false)
-        Self.requireFunds(request.firstTransactionFees, "FirstTransactionFees", &rules, zero: true)
+        rules.funds(request.firstTransactionDebitedFunds, "FirstTransactionDebitedFunds", allowZero: false)
+        rules.funds(request.firstTransactionFees, "FirstTransactionFees", allowZero: true)
         if let next = request.nextTransactionDebitedFunds {
-            Self.requireFunds(next, "NextTransactionDebitedFunds", &rules, zero: false)
+            rules.funds(next, "NextTransactionDebitedFunds", allowZero: false)
         }
         if let fees = request.nextTransactionFees {
-            Self.requireFunds(fees, "NextTransactionFees", &rules, zero: true)
+            rules.funds(fees, "NextTransactionFees", allowZero: true)
         }
         if let cycles = request.freeCycles,
             cycles < 0 || cycles > Int64(RecurringRegistrationStateMachine.maximumPayIns)
@@ -227,8 +227,8 @@ extension PayInService {
     public func createRecurringPayIn(clientId: String, request: RecurringPayInRequest) async throws -> PayIn {
         var rules = FieldRules()
         rules.required(request.recurringPayinRegistrationId, "RecurringPayinRegistrationId", maximum: 100)
-        if let funds = request.debitedFunds { Self.requireFunds(funds, "DebitedFunds", &rules, zero: false) }
-        if let fees = request.fees { Self.requireFunds(fees, "Fees", &rules, zero: true) }
+        if let funds = request.debitedFunds { rules.funds(funds, "DebitedFunds", allowZero: false) }
+        if let fees = request.fees { rules.funds(fees, "Fees", allowZero: true) }
         let initiator = request.initiator
         let details = request.details
         if initiator == .customer {
@@ -347,21 +347,4 @@ extension PayInService {
         }
     }
 
-    static func requireFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, zero: Bool) {
-        guard let funds else {
-            rules.fail(field, "The \(field) field is required.")
-            return
-        }
-        if Currency(code: funds.currency) == nil {
-            rules.fail(
-                field + ".Currency",
-                "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
-        }
-        if funds.amount < 0 || (!zero && funds.amount == 0) {
-            rules.fail(field + ".Amount", zero ? "The amount cannot be negative." : "The amount must be positive.")
-        }
-        if funds.amount > Funds.maximumAmount {
-            rules.fail(field + ".Amount", "The amount cannot be above \(Funds.maximumAmount) minor units.")
-        }
-    }
 }

@@ -198,10 +198,10 @@ public struct PayInService: Sendable {
         }
         if purpose == .payIn {
             rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
-            Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
-            Self.checkFunds(request.fees, "Fees", &rules, allowZero: true)
+            rules.funds(request.debitedFunds, "DebitedFunds", allowZero: false)
+            rules.funds(request.fees, "Fees", allowZero: true)
         } else if purpose != .cardValidation {
-            Self.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
+            rules.funds(request.debitedFunds, "DebitedFunds", allowZero: false)
         }
         rules.oneOf(request.secureMode, SecureMode.allCases.map(\.rawValue), "SecureMode")
         rules.oneOf(request.paymentCategory, ["ECommerce", "TelephoneOrder"], "PaymentCategory")
@@ -257,36 +257,9 @@ public struct PayInService: Sendable {
         }
         let debited = request.debitedFunds!
         let fees = request.fees!
-        if debited.currency != wallet.currency {
-            rules.fail("DebitedFunds.Currency", "The currency must be the credited wallet's (\(wallet.currency)).")
-        }
-        if fees.currency != debited.currency {
-            rules.fail("Fees.Currency", "The Fees currency must be the DebitedFunds currency.")
-        }
-        if fees.amount > debited.amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
-        if let credited = request.creditedUserId, credited != wallet.ownerId {
-            rules.fail("CreditedUserId", "The CreditedUserId must be the owner of the credited wallet.")
-        }
+        rules.credit(of: wallet, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
         try rules.check()
         return CheckedRequest(card: card, wallet: wallet, debited: debited, fees: fees)
-    }
-
-    static func checkFunds(_ funds: Funds?, _ field: String, _ rules: inout FieldRules, allowZero: Bool) {
-        guard let funds else {
-            rules.fail(field, "The \(field) field is required.")
-            return
-        }
-        if Currency(code: funds.currency) == nil {
-            rules.fail(
-                field + ".Currency",
-                "The code \(FieldRules.quote(funds.currency)) cannot be found in the standard ISO 4217")
-        }
-        if funds.amount < 0 || (!allowZero && funds.amount == 0) {
-            rules.fail(field + ".Amount", allowZero ? "The amount cannot be negative." : "The amount must be positive.")
-        }
-        if funds.amount > Funds.maximumAmount {
-            rules.fail(field + ".Amount", "The amount cannot be above \(Funds.maximumAmount) minor units.")
-        }
     }
 
     /// The screen and colour values a browser can report (EMV 3-D Secure's ranges), and a short time zone offset.

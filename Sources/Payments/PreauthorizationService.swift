@@ -234,10 +234,10 @@ public struct PreauthorizationService: Sendable {
         rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
         rules.required(request.holdId, holdField, maximum: 100)
         if kind == .preauthorization || request.debitedFunds != nil {
-            PayInService.checkFunds(request.debitedFunds, "DebitedFunds", &rules, allowZero: false)
+            rules.funds(request.debitedFunds, "DebitedFunds", allowZero: false)
         }
         if kind == .preauthorization || request.fees != nil {
-            PayInService.checkFunds(request.fees, "Fees", &rules, allowZero: true)
+            rules.funds(request.fees, "Fees", allowZero: true)
         }
         rules.length(request.tag, "Tag")
         try rules.check()

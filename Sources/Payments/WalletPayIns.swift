@@ -88,8 +88,8 @@ extension PayInService {
         var rules = FieldRules()
         rules.required(request.authorId, "AuthorId", maximum: 100)
         rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
-        Self.requireFunds(request.debitedFunds, "DebitedFunds", &rules, zero: false)
-        Self.requireFunds(request.fees, "Fees", &rules, zero: true)
+        rules.funds(request.debitedFunds, "DebitedFunds", allowZero: false)
+        rules.funds(request.fees, "Fees", allowZero: true)
         rules.length(request.details.tag, "Tag")
         if request.paymentData == nil { rules.fail("PaymentData", "The PaymentData field is required.") }
         if let descriptor = request.details.statementDescriptor, descriptor.isEmpty || descriptor.utf8.count > 10 {
@@ -121,16 +121,7 @@ extension PayInService {
         }
         let debited = request.debitedFunds!
         let fees = request.fees!
-        if debited.currency != wallet.currency {
-            rules.fail("DebitedFunds.Currency", "The currency must be the credited wallet's (\(wallet.currency)).")
-        }
-        if fees.currency != debited.currency {
-            rules.fail("Fees.Currency", "The Fees currency must be the DebitedFunds currency.")
-        }
-        if fees.amount > debited.amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
-        if let credited = request.creditedUserId, credited != wallet.ownerId {
-            rules.fail("CreditedUserId", "The CreditedUserId must be the owner of the credited wallet.")
-        }
+        rules.credit(of: wallet, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
         try rules.check()
 
         // The risk history's card key: a keyed hash of the wallet's transaction id under the client's key.

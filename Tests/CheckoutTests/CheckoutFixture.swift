@@ -41,6 +41,13 @@ final class CheckoutTestVault: CheckoutCardVault {
         }
         return Redacted(number)
     }
+
+    /// The shoppers erased, in order.
+    let erased = Locked<[String]>([])
+
+    func eraseShopper(clientId: String, shopperReference: String) async throws {
+        erased.withLock { $0.append(clientId + "/" + shopperReference) }
+    }
 }
 
 /// A 3-D Secure step for tests: frictionless, challenge or decline by card alias; challenge outcomes are set by

@@ -63,6 +63,21 @@ import VaultStore
         #expect(try await f.store.scanAll(CheckoutService.Collection.registrations).count == 2)  // kept
     }
 
+    @Test func anAnonymousCheckoutErasesItsShopperWhenItEnds() async throws {
+        let f = Fixture()
+        try await f.registerBoth()
+        let (anonymous, _) = try await f.checkout()
+        let (identified, _) = try await f.checkout(["userId": "shopper-9"])
+        let sweeper = sweeper(f)
+        try await sweeper.sweep()
+        #expect(f.vault.erased.withLock { $0 }.isEmpty)
+        f.clock.advance(by: 3600)
+        try await sweeper.sweep()
+        // The checkout without a userId had a shopper of its own; the merchant's user keeps theirs.
+        #expect(f.vault.erased.withLock { $0 } == ["shop/" + anonymous.transactionId])
+        #expect(!f.vault.erased.withLock { $0 }.contains { $0.hasSuffix(identified.transactionId) })
+    }
+
     @Test func aCompletedSessionLastsAsLongAsItsPaymentData() async throws {
         let f = Fixture()
         try await f.registerBoth()

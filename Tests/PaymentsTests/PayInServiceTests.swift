@@ -1,5 +1,6 @@
 import CardKit
 import Foundation
+import Risk
 import Testing
 import VaultCore
 import VaultStore

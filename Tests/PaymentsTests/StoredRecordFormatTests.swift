@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultCore
 
 @testable import Payments
 @testable import VaultStore

@@ -32,14 +32,20 @@ import VaultStore
     }
 
     /// The events written so far, in date order then by type (one manual-clock instant holds several).
+    /// The web pay-ins' events (the fixture's users, registrations and the inner direct pay-in write theirs too).
     func events() async throws -> [PaymentEvent] {
         try await base.store.scanAll(Collections.events).map { try RecordCoding.decode(PaymentEvent.self, from: $0) }
+            .filter { $0.resourceId.hasPrefix("wpayin_") }
             .sorted { ($0.date, Self.rank($0.eventType)) < ($1.date, Self.rank($1.eventType)) }
     }
 
     static func rank(_ type: EventType) -> Int { type == .payInNormalCreated ? 0 : 1 }
 
-    func outbox() async throws -> Int { try await base.store.scanAll(Collections.eventOutbox).count }
+    func outbox() async throws -> Int {
+        try await base.store.scanAll(Collections.eventOutbox).filter {
+            try RecordCoding.decode(PaymentEvent.self, from: $0).resourceId.hasPrefix("wpayin_")
+        }.count
+    }
 
     func pay(_ payIn: WebPayIn, number: String, secret: String? = nil) async throws -> WebPayInStep {
         try await service.pay(
