@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 import requests
+from sandbox_cards import fresh
 
 FRICTIONLESS = "4970107111111119"
 CHALLENGED = "4970105181818183"
@@ -112,7 +113,7 @@ def balance(sdk, wallet):
 
 def test_preauthorization_is_created_read_captured_once_and_the_capture_refunded(sdk):
     user, wallet = payer(sdk)
-    card = register_card(sdk, user, FRICTIONLESS)
+    card = register_card(sdk, user, fresh(FRICTIONLESS))
     preauthorization = preauthorize(sdk, user, card, 3000)
     assert (preauthorization.status, preauthorization.payment_status) == ("SUCCEEDED", "WAITING")
     assert preauthorization.result_code == "000000" and preauthorization.secure_mode_needed is False
@@ -157,7 +158,7 @@ def test_preauthorization_is_created_read_captured_once_and_the_capture_refunded
 def test_multi_capture_needs_idempotency_keys_and_never_exceeds_the_authorization(sdk):
     from mangopay.exceptions import APIError
     user, wallet = payer(sdk)
-    card = register_card(sdk, user, FRICTIONLESS)
+    card = register_card(sdk, user, fresh(FRICTIONLESS))
     preauthorization = preauthorize(sdk, user, card, 4000)
     first_key = str(uuid.uuid4())
     first = capture(sdk, user, wallet, preauthorization, 1000, idempotency_key=first_key)
@@ -182,7 +183,7 @@ def test_multi_capture_needs_idempotency_keys_and_never_exceeds_the_authorizatio
 def test_preauthorization_is_canceled_and_listed_per_card_and_per_user(sdk):
     from mangopay.exceptions import APIError
     user, wallet = payer(sdk)
-    card = register_card(sdk, user, FRICTIONLESS)
+    card = register_card(sdk, user, fresh(FRICTIONLESS))
     kept = preauthorize(sdk, user, card, 1200)
     canceled = preauthorize(sdk, user, card, 800)
     canceled.payment_status = "CANCELED"
@@ -204,7 +205,7 @@ def test_preauthorization_is_canceled_and_listed_per_card_and_per_user(sdk):
 
 def test_challenged_preauthorization_completes_through_the_sandbox_acs(sdk):
     user, wallet = payer(sdk)
-    card = register_card(sdk, user, CHALLENGED)
+    card = register_card(sdk, user, fresh(CHALLENGED))
     preauthorization = preauthorize(sdk, user, card, 2000)
     assert preauthorization.status == "CREATED" and preauthorization.secure_mode_needed is True
     redirect = preauthorization.secure_mode_redirect_url
@@ -225,7 +226,7 @@ def test_deposit_is_created_read_listed_canceled_and_fully_captured(sdk):
     from mangopay.exceptions import APIError
     from mangopay.utils import Money
     user, wallet = payer(sdk)
-    card = register_card(sdk, user, FRICTIONLESS)
+    card = register_card(sdk, user, fresh(FRICTIONLESS))
     made = deposit(sdk, user, card, 5000)
     assert (made.status, made.payment_status) == ("SUCCEEDED", "WAITING")
     fetched = sdk.Deposit.get(made.id)

@@ -14,6 +14,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from browser_support import (VIEWPORTS, Merchant, assert_fits, axe_violations, chrome, describe, keyboard_type,  # noqa: E402
                              screenshot, set_viewport, tab_to)
+from sandbox_cards import fresh  # noqa: E402
 
 FRICTIONLESS = "4970107111111119"
 CHALLENGED = "4970105181818183"
@@ -86,7 +87,7 @@ def test_web_payin_frictionless_through_the_sdk_and_the_page(sdk, merchant, brow
     assert "12.00" in browser.find_element(By.CSS_SELECTOR, ".amount").text
     assert [li.get_attribute("data-brand") for li in browser.find_elements(By.CSS_SELECTOR, ".brands li")] \
         == ["visa", "mastercard"]
-    fill(browser, FRICTIONLESS)
+    fill(browser, fresh(FRICTIONLESS))
     browser.find_element(By.CSS_SELECTOR, "button.pay").click()
     params = returned(browser, merchant)
     assert params == {"order": "9", "transactionId": payin.id}
@@ -111,7 +112,7 @@ def test_web_payin_with_a_challenge_shows_the_acs_page_in_french(sdk, merchant, 
     browser.get(payin.redirect_url)
     assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == "fr-FR"
     assert browser.find_element(By.CSS_SELECTOR, "button.pay").text.replace("\u00a0", " ") == "Payer 49,90 EUR"
-    fill(browser, CHALLENGED)
+    fill(browser, fresh(CHALLENGED))
     browser.find_element(By.CSS_SELECTOR, "button.pay").click()
     WebDriverWait(browser, 20).until(lambda d: "/acs/" in d.current_url)
     assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == "fr"
@@ -172,7 +173,7 @@ def test_web_payin_page_layout_axe_and_keyboard(sdk, merchant):
         set_viewport(driver, *VIEWPORTS["desktop"])
         driver.get(payin.redirect_url)
         tab_to(driver, "cardNumber")
-        keyboard_type(driver, FRICTIONLESS + Keys.TAB + "1230" + Keys.TAB + "123" + Keys.TAB + "Ada Lovelace")
+        keyboard_type(driver, fresh(FRICTIONLESS) + Keys.TAB + "1230" + Keys.TAB + "123" + Keys.TAB + "Ada Lovelace")
         keyboard_type(driver, Keys.TAB)
         assert "pay" in driver.switch_to.active_element.get_attribute("class")
         keyboard_type(driver, Keys.ENTER)

@@ -4,6 +4,7 @@ import pathlib
 
 from test_card_lifecycle import REGISTERED as LIFECYCLE_NUMBERS
 from test_hostile_values import REGISTERED as HOSTILE_NUMBERS
+from sandbox_cards import ISSUED as FRESH_NUMBERS
 from test_mangopay_sdk import AMEX, VISA
 from test_payins_e2e import NUMBERS as PAYIN_NUMBERS
 from test_sdk_flows import NUMBERS as FLOW_NUMBERS
@@ -27,7 +28,7 @@ def test_no_pan_or_cvx_in_data_directory_or_logs(daemon):
     files = [path for path in pathlib.Path(daemon.data_dir).rglob("*") if path.is_file()]
     files += [daemon.log_path, daemon.stdout_path]
     # The numbers the flow and hostile-value tests made up during this session (empty when they did not run).
-    secrets = NUMBERS + HOSTILE_NUMBERS + LIFECYCLE_NUMBERS + list(FLOW_NUMBERS.values()) + SECURITY_CODES
+    secrets = NUMBERS + HOSTILE_NUMBERS + LIFECYCLE_NUMBERS + FRESH_NUMBERS + list(FLOW_NUMBERS.values()) + SECURITY_CODES
     for path in files:
         content = path.read_bytes()
         for secret in secrets:
