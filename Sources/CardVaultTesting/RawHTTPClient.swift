@@ -35,7 +35,9 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
 /// A plain TCP client that writes raw bytes and parses HTTP/1.1 responses, so tests can check
 /// connection reuse and send requests no ordinary client would.
 public final class RawHTTPClient {
-    private let fd: Int32
+    /// The socket; -1 once closed (so that it is closed exactly once: a second `close` of a number the kernel
+    /// has since given to another socket, such as a test server's listener, would close that one).
+    private var fd: Int32
     private var buffer: [UInt8] = []
 
     public struct Failure: Error, CustomStringConvertible {
@@ -57,12 +59,14 @@ public final class RawHTTPClient {
             }
         }
         guard result == 0 else {
+            let code = errno
             close(fd)
-            throw Failure(description: "connect failed: \(errno)")
+            fd = -1
+            throw Failure(description: "connect failed: \(code)")
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// One request on a fresh connection (`Connection: close`, a `Content-Length` for any body or method but
     /// GET), and its response. Blocking: call it from a thread of its own (``blocking(_:)``) in async tests.
