@@ -18,7 +18,6 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from browser_support import (VIEWPORTS, Merchant, assert_fits, axe_violations, chrome, describe, keyboard_type,  # noqa: E402
                              screenshot, set_viewport, tab_to)
-from sandbox_cards import fresh  # noqa: E402
 
 COMPACT_ID = "c0ffee00c0ffee00c0ffee00c0ffee01"   # postal code + country
 FULL_ID = "c0ffee00c0ffee00c0ffee00c0ffee02"      # full address (the default)
@@ -261,7 +260,7 @@ def test_keyboard_only_checkout_completes(daemon, backend, merchant):
     try:
         driver.get(checkout(daemon, backend, merchant, cartId="cart-keyboard"))
         tab_to(driver, "cardNumber")
-        keyboard_type(driver, fresh(MASTERCARD))
+        keyboard_type(driver, MASTERCARD)
         keyboard_type(driver, Keys.TAB)
         assert driver.switch_to.active_element.get_attribute("id") == "expiry"
         keyboard_type(driver, "1230" + Keys.TAB + "123" + Keys.TAB + "Ada Lovelace" + Keys.TAB + "75001" + Keys.TAB)
@@ -271,7 +270,13 @@ def test_keyboard_only_checkout_completes(daemon, backend, merchant):
         keyboard_type(driver, Keys.TAB)
         assert "pay" in driver.switch_to.active_element.get_attribute("class")
         keyboard_type(driver, Keys.ENTER)
-        url = wait_for(driver, lambda u: u.startswith(merchant.base + "/callback"))
+        # The risk engine may ask for 3-D Secure (this session's earlier checkouts paid with the same card from the
+        # same browser): the ACS page is completed by keyboard too.
+        url = wait_for(driver, lambda u: u.startswith(merchant.base + "/callback") or "/acs/" in u)
+        if "/acs/" in url:
+            tab_to(driver, "code")
+            keyboard_type(driver, CHALLENGE_CODE + Keys.ENTER)
+            url = wait_for(driver, lambda u: u.startswith(merchant.base + "/callback"))
         assert dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))["mpstatus"] == "success"
     finally:
         driver.quit()
@@ -281,7 +286,7 @@ def test_acs_page_from_a_french_checkout_shows_its_amount_merchant_and_language(
     driver = chrome(*VIEWPORTS["phone"])
     try:
         driver.get(checkout(daemon, backend, merchant, locale="fr_FR", cartId="cart-acs"))
-        fill_compact(driver, card=fresh(MAESTRO_CHALLENGE))
+        fill_compact(driver, card=MAESTRO_CHALLENGE)
         driver.find_element(By.CSS_SELECTOR, "button.pay").click()
         wait_for(driver, lambda u: "/acs/" in u)
         assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "fr"
