@@ -16,6 +16,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+from test_tokenization_cors import log_lines  # noqa: E402
 from browser_support import (VIEWPORTS, Merchant, assert_fits, axe_violations, chrome, describe, keyboard_type,  # noqa: E402
                              screenshot, set_viewport, tab_to)
 
@@ -231,8 +232,9 @@ def test_a_bad_checkout_url_shows_a_shopper_safe_page(daemon, backend, merchant,
     assert reference
     assert_fits(driver, "error page", pay_in_view=False)
     # The developer detail is in the log, under the reference the shopper can quote.
-    lines = [json.loads(line) for line in daemon.log_path.read_text().splitlines() if reference in line]
-    refused = [line for line in lines if line.get("msg") == "checkout refused"]
+    # Lines below warning are written in 200 ms batches: wait for it.
+    lines = log_lines(daemon, lambda line: reference in json.dumps(line) and line.get("msg") == "checkout refused")
+    refused = [line for line in lines if reference in json.dumps(line) and line.get("msg") == "checkout refused"]
     assert refused and "amount cannot be set in the checkout URL" in json.dumps(refused)
 
 
