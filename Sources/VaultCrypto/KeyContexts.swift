@@ -6,15 +6,13 @@ import VaultCore
 ///
 /// AES-GCM contexts keep their expanded key between operations (each operation only sets a new IV);
 /// HMAC contexts keep their keyed state (`EVP_MAC_init` with a null key reuses it). Contexts are not
-/// thread-safe, so each operation takes one from a small pool and puts it back; a pool that is empty
-/// makes a new one. Everything is freed (and the key state cleansed by OpenSSL) in `deinit`.
+/// thread-safe, so each operation takes one from a set of idle ones (``IdleSlots``, lock-free) and puts
+/// it back; when none is idle a new one is made, and one that finds no free slot is freed. Everything
+/// is freed (and the key state cleansed by OpenSSL) in `deinit`.
 final class KeyContexts: Sendable {
-    /// Most idle contexts kept per kind; more concurrent operations simply make and free extras.
-    private static let poolLimit = 8
-
-    private let sealers = Locked<[ContextHandle]>([])
-    private let openers = Locked<[ContextHandle]>([])
-    private let macs = Locked<[ContextHandle]>([])
+    private let sealers = IdleSlots()
+    private let openers = IdleSlots()
+    private let macs = IdleSlots()
     private let algorithms = Locked<Algorithms?>(nil)
 
     /// The fetched algorithm objects, shared by all contexts of this key.
@@ -24,17 +22,12 @@ final class KeyContexts: Sendable {
         let mac: OpaquePointer
     }
 
-    /// An owned C context pointer (sendable between threads: only one thread holds it at a time).
-    /// Unchecked Sendable: the pool hands a context to one thread at a time (taken out under its lock).
-    struct ContextHandle: @unchecked Sendable {
-        let pointer: OpaquePointer
-    }
-
     init() {}
 
     deinit {
-        for handle in sealers.withLock({ $0 }) + openers.withLock({ $0 }) { EVP_CIPHER_CTX_free(handle.pointer) }
-        for handle in macs.withLock({ $0 }) { EVP_MAC_CTX_free(handle.pointer) }
+        sealers.drain { EVP_CIPHER_CTX_free(OpaquePointer($0)) }
+        openers.drain { EVP_CIPHER_CTX_free(OpaquePointer($0)) }
+        macs.drain { EVP_MAC_CTX_free(OpaquePointer($0)) }
         if let algorithms = algorithms.withLock({ $0 }) {
             EVP_CIPHER_free(algorithms.cipher)
             EVP_MAC_free(algorithms.mac)
@@ -62,85 +55,78 @@ final class KeyContexts: Sendable {
     func withCipher<Result>(
         encrypting: Bool, key: SymmetricKey, pooled: Bool, _ body: (OpaquePointer) throws -> Result
     ) throws -> Result {
-        let handle: ContextHandle
-        let idle = !pooled ? nil : encrypting ? sealers.withLock { $0.popLast() } : openers.withLock { $0.popLast() }
-        if let reused = idle {
-            handle = reused
+        let idleSet = encrypting ? sealers : openers
+        let context: OpaquePointer
+        if pooled, let idle = idleSet.take() {
+            context = OpaquePointer(idle)
         } else {
-            let cipher = try fetched().cipher
-            guard let context = EVP_CIPHER_CTX_new() else {
-                throw CryptoError(.openSSLFailure, "EVP_CIPHER_CTX_new failed")
-            }
-            let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
-            let status = key.withUnsafeBytes { keyBytes in
-                initialise(context, cipher, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil)
-            }
-            guard status == 1 else {
-                EVP_CIPHER_CTX_free(context)
-                throw CryptoError(.openSSLFailure, "cipher key set-up failed")
-            }
-            handle = ContextHandle(pointer: context)
+            context = try makeCipher(encrypting: encrypting, key: key)
         }
         defer {
-            if !pooled {
-                EVP_CIPHER_CTX_free(handle.pointer)
-            } else if encrypting {
-                release(handle, to: sealers, free: EVP_CIPHER_CTX_free)
-            } else {
-                release(handle, to: openers, free: EVP_CIPHER_CTX_free)
-            }
+            if !pooled || !idleSet.put(UnsafeMutableRawPointer(context)) { EVP_CIPHER_CTX_free(context) }
         }
-        return try body(handle.pointer)
+        return try body(context)
+    }
+
+    private func makeCipher(encrypting: Bool, key: SymmetricKey) throws -> OpaquePointer {
+        let cipher = try fetched().cipher
+        guard let context = EVP_CIPHER_CTX_new() else {
+            throw CryptoError(.openSSLFailure, "EVP_CIPHER_CTX_new failed")
+        }
+        let initialise = encrypting ? EVP_EncryptInit_ex2 : EVP_DecryptInit_ex2
+        let status = key.withUnsafeBytes { keyBytes in
+            initialise(context, cipher, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil)
+        }
+        guard status == 1 else {
+            EVP_CIPHER_CTX_free(context)
+            throw CryptoError(.openSSLFailure, "cipher key set-up failed")
+        }
+        return context
     }
 
     /// Runs `body` with an HMAC-SHA256 context keyed with `key` and ready for `EVP_MAC_update`.
     func withMAC<Result>(key: SymmetricKey, _ body: (OpaquePointer) throws -> Result) throws -> Result {
-        let handle: ContextHandle
-        if let reused = macs.withLock({ $0.popLast() }) {
-            guard EVP_MAC_init(reused.pointer, nil, 0, nil) == 1 else {
-                EVP_MAC_CTX_free(reused.pointer)
+        let context: OpaquePointer
+        if let idle = macs.take() {
+            context = OpaquePointer(idle)
+            guard EVP_MAC_init(context, nil, 0, nil) == 1 else {
+                EVP_MAC_CTX_free(context)
                 throw CryptoError(.openSSLFailure, "HMAC re-initialisation failed")
             }
-            handle = reused
         } else {
-            guard let context = EVP_MAC_CTX_new(try fetched().mac) else {
-                throw CryptoError(.openSSLFailure, "EVP_MAC_CTX_new failed")
-            }
-            let status = key.withUnsafeBytes { keyBytes in
-                let empty: UInt8 = 0
-                return withUnsafePointer(to: empty) { fallback in
-                    var parameters = [
-                        OSSL_PARAM_construct_utf8_string(
-                            UnsafeRawPointer(("digest" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self),
-                            UnsafeMutablePointer(
-                                mutating: UnsafeRawPointer(("SHA256" as StaticString).utf8Start).assumingMemoryBound(
-                                    to: CChar.self)),
-                            0),
-                        OSSL_PARAM_construct_end(),
-                    ]
-                    return EVP_MAC_init(
-                        context, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback, keyBytes.count,
-                        &parameters)
-                }
-            }
-            guard status == 1 else {
-                EVP_MAC_CTX_free(context)
-                throw CryptoError(.openSSLFailure, "HMAC key set-up failed")
-            }
-            handle = ContextHandle(pointer: context)
+            context = try makeMAC(key: key)
         }
-        defer { release(handle, to: macs, free: EVP_MAC_CTX_free) }
-        return try body(handle.pointer)
+        defer {
+            if !macs.put(UnsafeMutableRawPointer(context)) { EVP_MAC_CTX_free(context) }
+        }
+        return try body(context)
     }
 
-    private func release(
-        _ handle: ContextHandle, to pool: borrowing Locked<[ContextHandle]>, free: (OpaquePointer) -> Void
-    ) {
-        let kept = pool.withLock { idle in
-            guard idle.count < Self.poolLimit else { return false }
-            idle.append(handle)
-            return true
+    private func makeMAC(key: SymmetricKey) throws -> OpaquePointer {
+        guard let context = EVP_MAC_CTX_new(try fetched().mac) else {
+            throw CryptoError(.openSSLFailure, "EVP_MAC_CTX_new failed")
         }
-        if !kept { free(handle.pointer) }
+        let status = key.withUnsafeBytes { keyBytes in
+            let empty: UInt8 = 0
+            return withUnsafePointer(to: empty) { fallback in
+                var parameters = [
+                    OSSL_PARAM_construct_utf8_string(
+                        UnsafeRawPointer(("digest" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self),
+                        UnsafeMutablePointer(
+                            mutating: UnsafeRawPointer(("SHA256" as StaticString).utf8Start).assumingMemoryBound(
+                                to: CChar.self)),
+                        0),
+                    OSSL_PARAM_construct_end(),
+                ]
+                return EVP_MAC_init(
+                    context, keyBytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? fallback, keyBytes.count,
+                    &parameters)
+            }
+        }
+        guard status == 1 else {
+            EVP_MAC_CTX_free(context)
+            throw CryptoError(.openSSLFailure, "HMAC key set-up failed")
+        }
+        return context
     }
 }

@@ -19,11 +19,19 @@ struct CryptoSuite: BenchSuite {
                 + "100-byte card record (AAD = token || key version); detokenize = open + fingerprint check in "
                 + "constant time. One thread each side (per-core figures).")
         notes.append(
-            "CardVault side: VaultCrypto's public API as domain code calls it (RandomPool, HMACSHA256, AESGCM.seal/open, "
-                + "ConstantTime.equals); switches to the domain tokenizer once one exists.")
+            "CardVault side: VaultCrypto's public API as the store's write path calls it (RandomPool.fill, "
+                + "HMACSHA256 into a buffer, AESGCM.sealDetached with the AAD on the stack, AESGCM.open, "
+                + "ConstantTime.equals), writing into buffers made once per run as the C side writes into its struct; "
+                + "\"tokenize (array API)\" is the same work through the array-returning calls (token, fingerprint and "
+                + "sealed box each a new [UInt8]), against the same C line; switches to the domain tokenizer once one "
+                + "exists.")
         let baseline = BaselineProgram.named("crypto_baseline", in: context)
         var comparisons: [Comparison] = []
-        for work in ["tokenize", "detokenize"] {
+        for (line, work, shape) in [
+            ("tokenize", "tokenize", VaultCryptoWorkload.Shape.buffers),
+            ("tokenize (array API)", "tokenize", .arrays),
+            ("detokenize", "detokenize", .detokenize),
+        ] {
             let anchor: Side
             switch baseline {
             case .success(let program):
@@ -35,11 +43,11 @@ struct CryptoSuite: BenchSuite {
             case .failure(let failure):
                 anchor = .unavailable(failure.message)
             }
-            let subject = Side.measured(VaultCryptoWorkload.make(detokenize: work == "detokenize"))
+            let subject = Side.measured(VaultCryptoWorkload.make(shape))
             comparisons.append(
                 context.compare(
-                    work, unit: "ops/s", subject: subject, anchor: anchor, plan: context.shortPlan,
-                    target: work == "tokenize" ? { Target(goal: "≥ 0.8x C", met: $0.ratio.map { $0 >= 0.8 }) } : nil
+                    line, unit: "ops/s", subject: subject, anchor: anchor, plan: context.shortPlan,
+                    target: shape == .buffers ? { Target(goal: "≥ 0.8x C", met: $0.ratio.map { $0 >= 0.8 }) } : nil
                 ))
         }
         return comparisons
@@ -50,42 +58,110 @@ struct CryptoSuite: BenchSuite {
 enum VaultCryptoWorkload {
     static let keyVersion: UInt32 = 1
 
+    /// Which calls a workload makes.
+    enum Shape {
+        /// Tokenize into buffers made once per run (the store's write path: `fill`, MAC `into:`, `sealDetached`).
+        case buffers
+        /// Tokenize through the array-returning calls (`bytes(count:)`, the MAC as `[UInt8]`, `seal`).
+        case arrays
+        /// Detokenize 1,024 records sealed beforehand.
+        case detokenize
+    }
+
     /// A tokenized card as the store would keep it.
     struct Tokenized {
         var token: [UInt8]
         var fingerprint: [UInt8]
+        /// `nonce || ciphertext || tag`.
         var sealed: [UInt8]
+
+        /// Zeroed buffers the size of one tokenized card record.
+        static func empty() -> Tokenized {
+            Tokenized(
+                token: [UInt8](repeating: 0, count: 16), fingerprint: [UInt8](repeating: 0, count: HMACSHA256.byteCount),
+                sealed: [UInt8](repeating: 0, count: CardRecordSample.length + AESGCM.overhead))
+        }
     }
 
-    /// A workload running tokenize (or detokenize over 1,024 pre-sealed records) on this thread.
-    static func make(detokenize: Bool) -> Workload {
+    /// A workload running `shape` on this thread.
+    static func make(_ shape: Shape) -> Workload {
         Workload(label: "CardVault (VaultCrypto)") { seconds in
             let pool = RandomPool()
             let dataKey = SymmetricKey.random(using: pool)
             let fingerprintKey = SymmetricKey.random(using: pool)
             let records = (0..<CardRecordSample.count).map(CardRecordSample.record)
-            if detokenize {
+            switch shape {
+            case .detokenize:
                 let set = try (0..<1024).map {
-                    try tokenize(records[$0 % records.count], pool, dataKey, fingerprintKey)
+                    try tokenizeToArrays(records[$0 % records.count], pool, dataKey, fingerprintKey)
                 }
                 return try timed(seconds) { n in
                     try Self.detokenize(set[n % set.count], dataKey, fingerprintKey)
                 }
-            }
-            return try timed(seconds) { n in
-                let card = try tokenize(records[n % records.count], pool, dataKey, fingerprintKey)
-                return Int(card.sealed[card.sealed.count - 1])
+            case .arrays:
+                return try timed(seconds) { n in
+                    let card = try tokenizeToArrays(records[n % records.count], pool, dataKey, fingerprintKey)
+                    return Int(card.sealed[card.sealed.count - 1])
+                }
+            case .buffers:
+                var card = Tokenized.empty()
+                let sample = try timed(seconds) { n in
+                    try tokenize(records[n % records.count], pool, dataKey, fingerprintKey, into: &card)
+                    return Int(card.sealed[card.sealed.count - 1])
+                }
+                // The last card must open and match its fingerprint, or the loop did not do the work.
+                let index = records.firstIndex { record in
+                    record.withUnsafeBytes { bytes in
+                        HMACSHA256.authenticationCode(for: pan(of: bytes), using: fingerprintKey) == card.fingerprint
+                    }
+                }
+                guard index != nil, try detokenize(card, dataKey, fingerprintKey) >= 0 else {
+                    throw BenchFailure("the last tokenized card does not open to a sample record")
+                }
+                return sample
             }
         }
     }
 
-    /// Tokenize: random token, fingerprint, seal with the token and key version bound as AAD.
+    /// Tokenize into `card`'s buffers: random token, fingerprint, seal (fresh random nonce) with the token and key
+    /// version bound as AAD. Allocates nothing.
     static func tokenize(
+        _ record: [UInt8], _ pool: RandomPool, _ dataKey: SymmetricKey, _ fingerprintKey: SymmetricKey,
+        into card: inout Tokenized
+    ) throws {
+        // AAD = token (16) || key version (4, big endian), on the stack.
+        var aad: (UInt64, UInt64, UInt32) = (0, 0, keyVersion.bigEndian)
+        try record.withUnsafeBytes { plain in
+            withUnsafeMutableBytes(of: &aad) { aadBytes in
+                card.token.withUnsafeMutableBytes { token in
+                    pool.fill(token)
+                    aadBytes.copyMemory(from: UnsafeRawBufferPointer(token))
+                }
+            }
+            card.fingerprint.withUnsafeMutableBytes { out in
+                _ = HMACSHA256.authenticationCode(for: pan(of: plain), using: fingerprintKey, into: out)
+            }
+            try withUnsafeBytes(of: &aad) { aadBytes in
+                try card.sealed.withUnsafeMutableBytes { box in
+                    let nonce = UnsafeMutableRawBufferPointer(rebasing: box[0..<AESGCM.nonceSize])
+                    pool.fill(nonce)
+                    let tagStart = AESGCM.nonceSize + plain.count
+                    try AESGCM.sealDetached(
+                        plain, key: dataKey, nonce: UnsafeRawBufferPointer(nonce),
+                        aad: UnsafeRawBufferPointer(rebasing: aadBytes[0..<20]),
+                        ciphertext: UnsafeMutableRawBufferPointer(rebasing: box[AESGCM.nonceSize..<tagStart]),
+                        tag: UnsafeMutableRawBufferPointer(rebasing: box[tagStart..<tagStart + AESGCM.tagSize]))
+                }
+            }
+        }
+    }
+
+    /// Tokenize through the array-returning calls: a new token, fingerprint and sealed box per card.
+    static func tokenizeToArrays(
         _ record: [UInt8], _ pool: RandomPool, _ dataKey: SymmetricKey, _ fingerprintKey: SymmetricKey
     ) throws -> Tokenized {
         let token = pool.bytes(count: 16)
-        let pan = record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength]
-        let fingerprint = HMACSHA256.authenticationCode(for: Array(pan), using: fingerprintKey)
+        let fingerprint = record.withUnsafeBytes { HMACSHA256.authenticationCode(for: pan(of: $0), using: fingerprintKey) }
         let sealed = try AESGCM.seal(record, using: dataKey, authenticating: aad(token), random: pool)
         return Tokenized(token: token, fingerprint: fingerprint, sealed: sealed)
     }
@@ -94,9 +170,7 @@ enum VaultCryptoWorkload {
     static func detokenize(_ card: Tokenized, _ dataKey: SymmetricKey, _ fingerprintKey: SymmetricKey) throws -> Int {
         let plain = try AESGCM.open(card.sealed, using: dataKey, authenticating: aad(card.token))
         return try plain.withUnsafeBytes { bytes in
-            let pan = UnsafeRawBufferPointer(
-                rebasing: bytes[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
-            let fingerprint = HMACSHA256.authenticationCode(for: pan, using: fingerprintKey)
+            let fingerprint = HMACSHA256.authenticationCode(for: pan(of: bytes), using: fingerprintKey)
             guard ConstantTime.equals(fingerprint, card.fingerprint) else {
                 throw BenchFailure("fingerprint mismatch after open")
             }
@@ -104,9 +178,16 @@ enum VaultCryptoWorkload {
         }
     }
 
+    /// The PAN's bytes inside a card record.
+    private static func pan(of record: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(
+            rebasing: record[CardRecordSample.panOffset..<CardRecordSample.panOffset + CardRecordSample.panLength])
+    }
+
     private static func aad(_ token: [UInt8]) -> [UInt8] {
-        var aad = token
+        var aad = [UInt8]()
         aad.reserveCapacity(token.count + 4)
+        aad.append(contentsOf: token)
         withUnsafeBytes(of: keyVersion.bigEndian) { aad.append(contentsOf: $0) }
         return aad
     }

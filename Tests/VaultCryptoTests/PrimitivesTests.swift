@@ -40,6 +40,27 @@ import VaultCore
         #expect(Set(values).count == 8000)
     }
 
+    /// Eight threads on one pool of a single chunk: draws that find the chunk busy go to OpenSSL, and still no
+    /// value comes out twice.
+    @Test func randomPoolNeverRepeatsWhenItsChunksAreBusy() {
+        for chunkLimit in [1, 4] {
+            let pool = RandomPool(refillSize: 128, chunkLimit: chunkLimit)
+            let values = Locked<[UInt64]>([])
+            let finished = Locked(0)
+            for _ in 0..<8 {
+                Thread {
+                    let drawn = (0..<5000).map { _ in pool.next() }
+                    values.withLock { $0 += drawn }
+                    finished.withLock { $0 += 1 }
+                }.start()
+            }
+            while finished.withLock({ $0 }) < 8 { usleep(1000) }
+            let all = values.withLock { $0 }
+            #expect(all.count == 40_000)
+            #expect(Set(all).count == 40_000)
+        }
+    }
+
     @Test func randomPoolServesLargeRequestsDirectly() {
         let pool = RandomPool(refillSize: 64)
         let bytes = pool.bytes(count: 1000)
