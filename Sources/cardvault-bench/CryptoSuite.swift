@@ -78,7 +78,8 @@ enum VaultCryptoWorkload {
         /// Zeroed buffers the size of one tokenized card record.
         static func empty() -> Tokenized {
             Tokenized(
-                token: [UInt8](repeating: 0, count: 16), fingerprint: [UInt8](repeating: 0, count: HMACSHA256.byteCount),
+                token: [UInt8](repeating: 0, count: 16),
+                fingerprint: [UInt8](repeating: 0, count: HMACSHA256.byteCount),
                 sealed: [UInt8](repeating: 0, count: CardRecordSample.length + AESGCM.overhead))
         }
     }
@@ -161,7 +162,9 @@ enum VaultCryptoWorkload {
         _ record: [UInt8], _ pool: RandomPool, _ dataKey: SymmetricKey, _ fingerprintKey: SymmetricKey
     ) throws -> Tokenized {
         let token = pool.bytes(count: 16)
-        let fingerprint = record.withUnsafeBytes { HMACSHA256.authenticationCode(for: pan(of: $0), using: fingerprintKey) }
+        let fingerprint = record.withUnsafeBytes {
+            HMACSHA256.authenticationCode(for: pan(of: $0), using: fingerprintKey)
+        }
         let sealed = try AESGCM.seal(record, using: dataKey, authenticating: aad(token), random: pool)
         return Tokenized(token: token, fingerprint: fingerprint, sealed: sealed)
     }
