@@ -293,7 +293,7 @@ struct HTTPSuite: BenchSuite {
 
     /// 64 connections paying into one wallet, against the same pay-ins into 64 wallets (`distinct`): rate, errors,
     /// and whether the wallet's balance moved by exactly the credits made (no lost or doubled update).
-    private func oneWallet(
+    func oneWallet(
         server: CardVaultServer, setup: MerchantSetup, distinct: Series, context: SuiteContext
     )
         -> (Comparison, String?)
