@@ -1,5 +1,5 @@
-public import VaultStore
 import Payments
+public import VaultStore
 
 // The binary codec of an event on its way to a hook (the outbox, the given-up deliveries). It shares the event's
 // kind byte and tags 1-5 with ``PaymentEvent`` (Payments' RecordCodecs.swift): the change that reports an event

@@ -145,17 +145,8 @@ struct PayInRiskHistory: Sendable {
                 seed: {
                     try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
                         .compactMap { Self.event(from: $0, prefix: successPrefix) }
-                }
-            ) { events in
-                var count = 0
-                var largest: Int64 = 0
-                for event in events {
-                    guard let amount = event.amount else { continue }
-                    count += 1
-                    largest = max(largest, amount)
-                }
-                return (count, largest)
-            }
+                },
+                Self.amounts)
             signals.userHistoryCount = count
             signals.userHistoryLargest = largest
         } catch {
@@ -163,6 +154,18 @@ struct PayInRiskHistory: Sendable {
             throw error
         }
         return signals
+    }
+
+    /// How many of `events` carry an amount, and the largest of them (0 when none).
+    private static func amounts(_ events: [RiskCounters.Event]) -> (count: Int, largest: Int64) {
+        var count = 0
+        var largest: Int64 = 0
+        for event in events {
+            guard let amount = event.amount else { continue }
+            count += 1
+            largest = max(largest, amount)
+        }
+        return (count, largest)
     }
 
     /// The counter of one collection's entries under one prefix.
