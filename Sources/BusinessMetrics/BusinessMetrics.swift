@@ -8,8 +8,9 @@ import VaultCore
 ///
 /// Every label value is one of a fixed set this file or the domain defines (result codes, rule names, statuses):
 /// never an identifier, an amount, a card number or anything a client sends. The tokenization counters are
-/// atomics (the hot path takes no lock and allocates nothing to count); the transaction counters, written once or
-/// twice per pay-in next to a store commit, share one lock.
+/// atomics (the hot path takes no lock and allocates nothing to count). So are the counts a frictionless pay-in
+/// adds (its statuses, the risk decision, the rules of the fixed rule set, the score histogram); the rarer series
+/// (declines by result code, challenge answer times, labels outside the fixed sets) share one lock.
 public final class BusinessMetrics: Sendable {
     /// How a tokenization request ended.
     public enum TokenizationResult: Sendable, Equatable {
@@ -81,17 +82,53 @@ public final class BusinessMetrics: Sendable {
         }
     }
 
+    /// The series counted under the lock: transaction statuses outside ``fastStatuses``, decisions and rules
+    /// outside the fixed sets, and the challenge answer times.
     private struct Transactions {
         var byStatus: [TransactionKey: UInt64] = [:]
         var decisions: [String: UInt64] = [:]
         var rules: [String: UInt64] = [:]
-        var riskScores = Histogram(bounds: BusinessMetrics.riskScoreBounds.count)
         var challengeSeconds = Histogram(bounds: BusinessMetrics.challengeSecondsBounds.count)
     }
 
     private let transactions = Locked(Transactions())
 
-    public init() {}
+    /// The transaction kinds, and the (status, result code) pairs of every pay-in that is created pending or
+    /// succeeds, counted in ``statusCounts`` without a lock (index: kind × pairs + pair).
+    static let fastKinds = ["payin", "validation"]
+    static let fastStatuses: [(status: String, resultCode: String)] = [("CREATED", ""), ("SUCCEEDED", "000000")]
+    private let statusCounts: InlineArray<4, Atomic<UInt64>>
+    /// The risk engine's decisions, and its rules (`RiskReason.rule`), counted without a lock.
+    static let decisionNames = ["allow", "challenge", "block"]
+    static let ruleNames = [
+        "velocity.card", "velocity.user", "velocity.ip", "velocity.device", "device.cards", "failures.before",
+        "country.mismatch", "amount.unusual",
+    ]
+    private let decisionCounts: InlineArray<3, Atomic<UInt64>>
+    private let ruleCounts: InlineArray<8, Atomic<UInt64>>
+    /// The risk score histogram: one count per bucket (``riskScoreBounds`` and +Inf) and the sum of the scores.
+    private let scoreBuckets: InlineArray<11, Atomic<UInt64>>
+    private let scoreSum = Atomic<Int>(0)
+
+    public init() {
+        // The sizes are the lists' (checked by the tests: every listed name and bucket has its counter).
+        statusCounts = InlineArray { _ in Atomic<UInt64>(0) }
+        decisionCounts = InlineArray { _ in Atomic<UInt64>(0) }
+        ruleCounts = InlineArray { _ in Atomic<UInt64>(0) }
+        scoreBuckets = InlineArray { _ in Atomic<UInt64>(0) }
+        precondition(
+            statusCounts.count == Self.fastKinds.count * Self.fastStatuses.count
+                && decisionCounts.count == Self.decisionNames.count && ruleCounts.count == Self.ruleNames.count
+                && scoreBuckets.count == Self.riskScoreBounds.count + 1)
+    }
+
+    /// The lock-free slot of a transaction status, if it has one.
+    private static func statusSlot(kind: String, status: String, resultCode: String) -> Int? {
+        guard let kindIndex = fastKinds.firstIndex(of: kind),
+            let pair = fastStatuses.firstIndex(where: { $0.status == status && $0.resultCode == resultCode })
+        else { return nil }
+        return kindIndex * fastStatuses.count + pair
+    }
 
     // MARK: Recording
 
@@ -156,6 +193,10 @@ public final class BusinessMetrics: Sendable {
     /// Counts a transaction (pay-in or card validation) entering `status` with `resultCode` (empty while pending).
     /// `kind` is `payin` or `validation`.
     public func transaction(kind: String, status: String, resultCode: String) {
+        if let slot = Self.statusSlot(kind: kind, status: status, resultCode: resultCode) {
+            statusCounts[slot].add(1, ordering: .relaxed)
+            return
+        }
         let key = TransactionKey(kind: kind, status: status, resultCode: resultCode)
         transactions.withLock { $0.byStatus[key, default: 0] += 1 }
     }
@@ -163,10 +204,26 @@ public final class BusinessMetrics: Sendable {
     /// Counts a risk assessment: its decision, every rule that added points, and its score.
     public func riskAssessment(decision: String, rules: [String], score: Int) {
         let bucket = Self.riskScoreBounds.firstIndex { score <= $0 } ?? Self.riskScoreBounds.count
+        scoreBuckets[bucket].add(1, ordering: .relaxed)
+        scoreSum.wrappingAdd(score, ordering: .relaxed)
+        var others: [String] = []
+        if let index = Self.decisionNames.firstIndex(of: decision) {
+            decisionCounts[index].add(1, ordering: .relaxed)
+        } else {
+            others.append(decision)
+        }
+        var otherRules: [String] = []
+        for rule in rules {
+            if let index = Self.ruleNames.firstIndex(of: rule) {
+                ruleCounts[index].add(1, ordering: .relaxed)
+            } else {
+                otherRules.append(rule)
+            }
+        }
+        guard !others.isEmpty || !otherRules.isEmpty else { return }
         transactions.withLock { values in
-            values.decisions[decision, default: 0] += 1
-            for rule in rules { values.rules[rule, default: 0] += 1 }
-            values.riskScores.observe(bucket: bucket, value: Double(score))
+            for decision in others { values.decisions[decision, default: 0] += 1 }
+            for rule in otherRules { values.rules[rule, default: 0] += 1 }
         }
     }
 
@@ -179,9 +236,42 @@ public final class BusinessMetrics: Sendable {
 
     /// How many transactions of `kind` entered `status` with `resultCode` (tests, diagnostics).
     public func count(kind: String, status: String, resultCode: String) -> UInt64 {
-        transactions.withLock {
+        if let slot = Self.statusSlot(kind: kind, status: status, resultCode: resultCode) {
+            return statusCounts[slot].load(ordering: .relaxed)
+        }
+        return transactions.withLock {
             $0.byStatus[TransactionKey(kind: kind, status: status, resultCode: resultCode)] ?? 0
         }
+    }
+
+    /// Every counted series of the lock and the atomics, as one snapshot for the exposition.
+    private func snapshot() -> (values: Transactions, riskScores: Histogram) {
+        var values = transactions.withLock { $0 }
+        for (kindIndex, kind) in Self.fastKinds.enumerated() {
+            for (pairIndex, pair) in Self.fastStatuses.enumerated() {
+                let count = statusCounts[kindIndex * Self.fastStatuses.count + pairIndex].load(ordering: .relaxed)
+                // As before: a series shows once it has been counted.
+                if count > 0 {
+                    values.byStatus[TransactionKey(kind: kind, status: pair.status, resultCode: pair.resultCode)] =
+                        count
+                }
+            }
+        }
+        for (index, decision) in Self.decisionNames.enumerated() {
+            values.decisions[decision, default: 0] += decisionCounts[index].load(ordering: .relaxed)
+        }
+        for (index, rule) in Self.ruleNames.enumerated() {
+            let count = ruleCounts[index].load(ordering: .relaxed)
+            if count > 0 { values.rules[rule, default: 0] += count }
+        }
+        var scores = Histogram(bounds: Self.riskScoreBounds.count)
+        for index in scores.buckets.indices {
+            scores.buckets[index] = scoreBuckets[index].load(ordering: .relaxed)
+        }
+        // The count is the buckets' total, so that the +Inf bucket and _count never disagree with the buckets.
+        scores.count = scores.buckets.reduce(0, &+)
+        scores.sum = Double(scoreSum.load(ordering: .relaxed))
+        return (values, scores)
     }
 
     // MARK: Exposition
@@ -211,7 +301,7 @@ public final class BusinessMetrics: Sendable {
             text += String(count(outcome)) + "\n"
         }
 
-        let values = transactions.withLock { $0 }
+        let (values, riskScores) = snapshot()
         text += "# HELP cardvault_transactions_total Pay-ins and card validations entering a status, by result code "
         text += "(empty while pending).\n"
         text += "# TYPE cardvault_transactions_total counter\n"
@@ -234,7 +324,7 @@ public final class BusinessMetrics: Sendable {
             text += #"cardvault_risk_rule_hits_total{rule=""# + rule + #""} "# + String(values.rules[rule]!) + "\n"
         }
         text += histogram(
-            "cardvault_risk_score", help: "Risk scores of assessed transactions (points).", values.riskScores,
+            "cardvault_risk_score", help: "Risk scores of assessed transactions (points).", riskScores,
             bounds: Self.riskScoreBounds.map(String.init))
         text += histogram(
             "cardvault_3ds_challenge_answer_seconds",

@@ -94,49 +94,78 @@ struct PayInRiskHistory: Sendable {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
         let store = environment.store
-        /// The events of one dimension of one collection within the window.
-        func recent(_ collection: String, _ dimension: String, _ value: String) async throws -> [RiskCounters.Event] {
+        /// What `summarize` makes of the events of one dimension of one collection within the window.
+        func recent<Summary: Sendable>(
+            _ collection: String, _ dimension: String, _ value: String,
+            _ summarize: ([RiskCounters.Event]) -> Summary
+        ) async throws -> Summary {
             let prefix = Self.prefix(clientId, dimension, value)
             let key = Self.counterKey(collection, prefix)
             do {
-                return try await counters.events(key, since: since) {
-                    let records = try await store.scan(
-                        collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
-                    return records.compactMap { Self.event(from: $0, prefix: prefix) }
-                }
+                return try await counters.summary(
+                    key, since: since,
+                    seed: {
+                        let records = try await store.scan(
+                            collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
+                        return records.compactMap { Self.event(from: $0, prefix: prefix) }
+                    }, summarize)
             } catch {
                 counters.abandon(key)
                 throw error
             }
         }
-        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint).count
-        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId).count
-        if let ip = keys.ipAddress, !ip.isEmpty { signals.recentByIP = try await recent(Self.attempts, "ip", ip).count }
+        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint, \.count)
+        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId, \.count)
+        if let ip = keys.ipAddress, !ip.isEmpty {
+            signals.recentByIP = try await recent(Self.attempts, "ip", ip, \.count)
+        }
         if let device = keys.deviceId {
-            let entries = try await recent(Self.attempts, "device", device)
-            signals.recentByDevice = entries.count
-            var cards = Set(entries.map(\.detail))
-            cards.insert(keys.fingerprint)
-            signals.distinctCardsOnDevice = cards.count
+            let fingerprint = keys.fingerprint
+            let (count, cards) = try await recent(Self.attempts, "device", device) { entries in
+                var cards = Set(entries.map(\.detail))
+                cards.insert(fingerprint)
+                return (entries.count, cards.count)
+            }
+            signals.recentByDevice = count
+            signals.distinctCardsOnDevice = cards
         } else {
             signals.distinctCardsOnDevice = 1
         }
         // A failure is indexed under its card and its user: count each failed transaction once.
-        let failed =
-            try await recent(Self.failures, "card", keys.fingerprint) + recent(Self.failures, "user", keys.userId)
-        signals.recentFailures = Set(failed.map(\.transactionId)).count
+        let failedByCard = try await recent(Self.failures, "card", keys.fingerprint) { $0.map(\.transactionId) }
+        let failedByUser = try await recent(Self.failures, "user", keys.userId) { $0.map(\.transactionId) }
+        signals.recentFailures =
+            failedByUser.isEmpty ? failedByCard.count : Set(failedByCard + failedByUser).count
         let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
         let successKey = Self.counterKey(Self.successes, successPrefix)
         do {
-            signals.userHistory = try await counters.events(successKey, since: nil) {
-                try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
-                    .compactMap { Self.event(from: $0, prefix: successPrefix) }
-            }.compactMap { Int64($0.detail) }
+            // Counted, not listed: the rules need how many there are and the largest amount.
+            let (count, largest) = try await counters.summary(
+                successKey, since: nil,
+                seed: {
+                    try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
+                        .compactMap { Self.event(from: $0, prefix: successPrefix) }
+                },
+                Self.amounts)
+            signals.userHistoryCount = count
+            signals.userHistoryLargest = largest
         } catch {
             counters.abandon(successKey)
             throw error
         }
         return signals
+    }
+
+    /// How many of `events` carry an amount, and the largest of them (0 when none).
+    private static func amounts(_ events: [RiskCounters.Event]) -> (count: Int, largest: Int64) {
+        var count = 0
+        var largest: Int64 = 0
+        for event in events {
+            guard let amount = event.amount else { continue }
+            count += 1
+            largest = max(largest, amount)
+        }
+        return (count, largest)
     }
 
     /// The counter of one collection's entries under one prefix.

@@ -40,8 +40,11 @@ extension PayInService {
         let ipAddress = request.ipAddress ?? attempt?.ipAddress
         let deviceId = try PayInRiskHistory.deviceId(
             of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
+        // The IP dimension is the address's keyed hash, as for direct pay-ins (no address in clear in a record id).
         let keys = PayInRiskHistory.Keys(
-            fingerprint: linked.fingerprint, userId: linked.authorId, ipAddress: ipAddress, deviceId: deviceId)
+            fingerprint: linked.fingerprint, userId: linked.authorId,
+            ipAddress: try PayInRiskHistory.ipKey(ipAddress, clientId: clientId, environment: environment),
+            deviceId: deviceId)
         var signals = try await history.signals(
             clientId: clientId, keys: keys, amount: linked.debited.amount, currency: linked.debited.currency, now: now)
         if let card = linked.card {
@@ -94,15 +97,17 @@ extension PayInService {
         }
         // PAYIN_NORMAL_CREATED and the final event come from `apply`, as for every pay-in.
         extra += try await extraWrites(payIn)
-        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
-        environment.logger.info(
-            "pay-in created",
-            [
-                "clientId": .string(clientId), "transactionId": .string(payIn.id),
-                "kind": .string(linked.kind.rawValue),
-                "status": .string(payIn.status), "riskScore": .int(risk.score),
-                "riskDecision": .string(risk.decision.rawValue),
-            ])
+        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra, keys: keys)
+        if environment.logger.minimumLevel <= .info {
+            environment.logger.info(
+                "pay-in created",
+                [
+                    "clientId": .string(clientId), "transactionId": .string(payIn.id),
+                    "kind": .string(linked.kind.rawValue),
+                    "status": .string(payIn.status), "riskScore": .int(risk.score),
+                    "riskDecision": .string(risk.decision.rawValue),
+                ])
+        }
         return payIn
     }
 

@@ -166,14 +166,16 @@ public struct PayInService: Sendable {
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
-        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra)
+        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra, keys: keys)
         environment.metrics.created(payIn, risk: risk)
-        environment.logger.info(
-            purpose == .payIn ? "pay-in created" : "card validation created",
-            [
-                "clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
-                "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue),
-            ])
+        if environment.logger.minimumLevel <= .info {  // no metadata dictionary when the line is not written
+            environment.logger.info(
+                purpose == .payIn ? "pay-in created" : "card validation created",
+                [
+                    "clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
+                    "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue),
+                ])
+        }
         return payIn
     }
 
@@ -494,12 +496,14 @@ public struct PayInService: Sendable {
                 extra: [.delete(collection: Self.awaiting, id: Self.awaitingId(payIn), condition: .unconditional)]
                     + (try await completionWrites(for: payIn)))
             environment.metrics.transitioned(payIn, event: event, now: environment.nowSeconds)
-            environment.logger.info(
-                "transaction completed",
-                [
-                    "clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
-                    "resultCode": .string(payIn.result?.code ?? ""),
-                ])
+            if environment.logger.minimumLevel <= .info {
+                environment.logger.info(
+                    "transaction completed",
+                    [
+                        "clientId": .string(clientId), "transactionId": .string(id), "status": .string(payIn.status),
+                        "resultCode": .string(payIn.result?.code ?? ""),
+                    ])
+            }
             return payIn
         }
     }
@@ -529,20 +533,27 @@ public struct PayInService: Sendable {
     /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
+    /// - Parameter keys: the transaction's risk dimensions when the caller has them (its creation computed them);
+    ///   nil: derived from `payIn` (only needed when the step makes it final).
     func apply(
         _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
-        conflictEndsAttempt: Bool = false
+        conflictEndsAttempt: Bool = false, keys: PayInRiskHistory.Keys? = nil
     )
         async throws -> PayIn
     {
         var payIn = payIn
         let now = environment.nowSeconds
         if payIn.machine.state == .succeeded { payIn.executionDate = now }
-        let keys = PayInRiskHistory.Keys(
-            fingerprint: payIn.fingerprint, userId: payIn.authorId,
-            ipAddress: try PayInRiskHistory.ipKey(payIn.ipAddress, clientId: payIn.clientId, environment: environment),
-            deviceId: payIn.deviceId
-        )
+        let recordsOutcome = payIn.machine.state.isFinal && payIn.capturedFrom == nil
+        let keys =
+            !recordsOutcome
+            ? nil
+            : try keys
+                ?? PayInRiskHistory.Keys(
+                    fingerprint: payIn.fingerprint, userId: payIn.authorId,
+                    ipAddress: try PayInRiskHistory.ipKey(
+                        payIn.ipAddress, clientId: payIn.clientId, environment: environment),
+                    deviceId: payIn.deviceId)
         // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
         // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
@@ -570,7 +581,7 @@ public struct PayInService: Sendable {
             writes += extra
             writes += eventWrites
             writes += try authorizationEventWrites(payIn, isNew: previousVersion == nil)
-            if payIn.machine.state.isFinal, payIn.capturedFrom == nil {
+            if let keys {
                 writes += PayInRiskHistory.outcomeWrites(
                     clientId: payIn.clientId, keys: keys, transactionId: payIn.id,
                     succeeded: payIn.machine.state == .succeeded, amount: payIn.debitedFunds.amount,

@@ -15,6 +15,10 @@ enum RecordKind {
     static let payIn: UInt8 = 5
     static let payInAssessment: UInt8 = 6
     static let refund: UInt8 = 7
+    /// An event (``PaymentEvent``), and an event on its way to a hook (`HookDeliveryState` in Hooks, which
+    /// stores the event's fields under the same tags 1-5 and its delivery's from tag 6 on): an outbox entry is
+    /// written as the event's bytes and read back as a delivery state, so the two types share one kind.
+    static let event: UInt8 = 8
 }
 
 /// The value of a required field, or an error naming the field (never its value).
@@ -257,6 +261,18 @@ extension Refund: BinaryRecord, BinarySchema {
     }
 }
 
+extension PaymentEvent: BinaryRecord, BinarySchema {
+    /// The kind byte of events and of the outbox entries made from them (see ``RecordKind``).
+    public static var recordKind: UInt8 { RecordKind.event }
+    // Tags 1-5 are shared with Hooks' delivery state of an event; never give them another meaning.
+    public static let binaryFields: [BinaryField<Self>] = [
+        .string(1, \.clientId), .string(2, \.resourceId), .raw(3, \.eventType), .int(4, \.date), .string(5, \.id),
+    ]
+    public static var binaryBlank: Self {
+        PaymentEvent(clientId: "", resourceId: "", eventType: .payInNormalCreated, date: 0, id: "")
+    }
+}
+
 extension RecordCoding {
     /// The record type with a binary codec that `collection` holds, if any. Rewrap and compaction hand every JSON
     /// value of these collections to ``upgrade(collection:value:)``.
@@ -270,6 +286,8 @@ extension RecordCoding {
         case PayInService.preauthorizations, PayInService.depositPreauthorizations: PayIn.self
         case PayInService.refunds: Refund.self
         case PayInService.assessments: PayInAssessment.self
+        // The outbox and the given-up deliveries hold Hooks' delivery states: their JSON stays as it is.
+        case Collections.events: PaymentEvent.self
         default: nil
         }
     }

@@ -18,11 +18,14 @@ package final class RiskCounters: Sendable {
         package var transactionId: String
         /// The card fingerprint (device attempts: for the distinct cards) or the amount (successes), as text.
         package var detail: String
+        /// `detail` read as an amount (successes), once when the event is made; nil when it is not a number.
+        package let amount: Int64?
 
         package init(stamp: Int64, transactionId: String, detail: String) {
             self.stamp = stamp
             self.transactionId = transactionId
             self.detail = detail
+            self.amount = Int64(detail)
         }
     }
 
@@ -59,10 +62,17 @@ package final class RiskCounters: Sendable {
         }
     }
 
+    /// A ready counter, changed in place (one dictionary lookup per use, no copy of its events). Only touched with
+    /// the state's lock held.
+    final class Box: @unchecked Sendable {
+        var counter: Counter
+        init(_ counter: Counter) { self.counter = counter }
+    }
+
     enum Slot: Sendable {
         /// A scan is reading the history; events committed meanwhile wait here.
         case seeding([Event])
-        case ready(Counter)
+        case ready(Box)
     }
 
     struct State: Sendable {
@@ -84,16 +94,23 @@ package final class RiskCounters: Sendable {
     /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan)
     /// when it is not held yet.
     package func events(_ key: String, since: Int64?, seed: () async throws -> [Event]) async throws -> [Event] {
-        let held: [Event]? = state.withLock { state in
+        try await summary(key, since: since, seed: seed) { $0 }
+    }
+
+    /// What `summarize` makes of the events of `key` (within `since…` when given), run with the lock held so that
+    /// the events are read where they are (no copy for a count); seeds the counter with `seed` (the history scan)
+    /// when it is not held yet.
+    package func summary<Summary: Sendable>(
+        _ key: String, since: Int64?, seed: () async throws -> [Event], _ summarize: ([Event]) -> Summary
+    ) async throws -> Summary {
+        let held: Summary? = state.withLock { state in
             state.clock += 1
             switch state.slots[key] {
-            case .ready(var counter):
-                state.slots[key] = nil  // keep the counter uniquely referenced while it changes
-                if let since { counter.prune(before: since) }
-                counter.trim(keeping: limit)
-                counter.lastUse = state.clock
-                state.slots[key] = .ready(counter)
-                return counter.events
+            case .ready(let box):
+                if let since { box.counter.prune(before: since) }
+                box.counter.trim(keeping: limit)
+                box.counter.lastUse = state.clock
+                return summarize(box.counter.events)
             case .seeding:
                 return nil
             case nil:
@@ -112,7 +129,7 @@ package final class RiskCounters: Sendable {
             case .seeding(let waiting):
                 for event in waiting { counter.add(event, limit: limit) }
             case .ready(let current):
-                for event in current.events { counter.add(event, limit: limit) }
+                for event in current.counter.events { counter.add(event, limit: limit) }
             case nil:
                 break
             }
@@ -120,8 +137,8 @@ package final class RiskCounters: Sendable {
             if let since { counter.prune(before: since) }
             state.clock += 1
             counter.lastUse = state.clock
-            state.slots[key] = .ready(counter)
-            return counter.events
+            state.slots[key] = .ready(Box(counter))
+            return summarize(counter.events)
         }
     }
 
@@ -138,10 +155,8 @@ package final class RiskCounters: Sendable {
         state.withLock { state in
             for (key, event) in events {
                 switch state.slots[key] {
-                case .ready(var counter):
-                    state.slots[key] = nil  // keep the counter uniquely referenced while it changes
-                    counter.add(event, limit: limit)
-                    state.slots[key] = .ready(counter)
+                case .ready(let box):
+                    box.counter.add(event, limit: limit)
                 case .seeding(var waiting):
                     waiting.append(event)
                     state.slots[key] = .seeding(waiting)
@@ -156,7 +171,7 @@ package final class RiskCounters: Sendable {
         guard state.slots.count >= maximumKeys else { return }
         var uses: [(UInt64, String)] = []
         for (key, slot) in state.slots {
-            if case .ready(let counter) = slot { uses.append((counter.lastUse, key)) }
+            if case .ready(let box) = slot { uses.append((box.counter.lastUse, key)) }
         }
         uses.sort { $0.0 < $1.0 }
         for (_, key) in uses.prefix(max(1, uses.count / 2)) { state.slots[key] = nil }

@@ -65,8 +65,19 @@ public struct RiskSignals: Sendable, Equatable {
     /// ISO 3166 alpha-2 country of the card's BIN and of the client IP, when known.
     public var cardCountry: String?
     public var ipCountry: String?
-    /// Amounts of the user's earlier succeeded transactions (minor units, same currency).
-    public var userHistory: [Int64] = []
+    /// Amounts of the user's earlier succeeded transactions (minor units, same currency). Setting it sets
+    /// ``userHistoryCount`` and ``userHistoryLargest``, which are what the rules read; a caller that keeps the
+    /// history counted (the payments service) sets those two and lists nothing here.
+    public var userHistory: [Int64] = [] {
+        didSet {
+            userHistoryCount = userHistory.count
+            userHistoryLargest = userHistory.max() ?? 0
+        }
+    }
+    /// How many earlier succeeded transactions the user has (same currency).
+    public var userHistoryCount = 0
+    /// The largest of their amounts (0 when there are none).
+    public var userHistoryLargest: Int64 = 0
 
     public init(amount: Int64) {
         self.amount = amount
@@ -159,7 +170,8 @@ public struct RiskEngine: Sendable {
                     points: policy.countryMismatchPoints))
         }
 
-        if signals.userHistory.count >= policy.minimumHistory, let largest = signals.userHistory.max(), largest > 0 {
+        if signals.userHistoryCount >= policy.minimumHistory, signals.userHistoryLargest > 0 {
+            let largest = signals.userHistoryLargest
             let (limit, overflow) = largest.multipliedReportingOverflow(by: policy.unusualAmountFactor)
             if !overflow && signals.amount > limit {
                 reasons.append(

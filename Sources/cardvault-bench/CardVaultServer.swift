@@ -67,12 +67,19 @@ final class CardVaultServer {
             credentials = sharing
             return
         }
-        let output = child.output()
+        // The daemon may accept before its first lines reach the output file (a loaded machine): wait a little.
+        var output = child.output()
+        for _ in 0..<100 where !output.contains(" ApiKey=") && child.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+            output = child.output()
+        }
         guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),
             let idRange = line.range(of: "ClientId="), let keyRange = line.range(of: " ApiKey=")
         else {
             child.stop()
-            throw BenchFailure("cardvault serve printed no development client")
+            throw BenchFailure(
+                "cardvault serve printed no development client (stderr: "
+                    + child.errors().split(separator: "\n").suffix(2).joined(separator: " / ") + ")")
         }
         credentials = Credentials(
             clientId: String(line[idRange.upperBound..<keyRange.lowerBound]),

@@ -293,7 +293,7 @@ struct HTTPSuite: BenchSuite {
 
     /// 64 connections paying into one wallet, against the same pay-ins into 64 wallets (`distinct`): rate, errors,
     /// and whether the wallet's balance moved by exactly the credits made (no lost or doubled update).
-    private func oneWallet(
+    func oneWallet(
         server: CardVaultServer, setup: MerchantSetup, distinct: Series, context: SuiteContext
     )
         -> (Comparison, String?)
@@ -318,16 +318,20 @@ struct HTTPSuite: BenchSuite {
             _ = try load.runReporting(seconds: plan.warmupSeconds)
             for run in 0..<plan.runs {
                 context.progress.step("\(context.suiteName) › pay-in into one wallet › run \(run + 1)/\(plan.runs)")
-                let before = try setup.session.walletBalance(wallet)
-                let (sample, report) = try load.runReporting(seconds: plan.seconds)
-                // In-flight pay-ins finish after wrk stops: wait for the balance to settle.
-                var after = try setup.session.walletBalance(wallet)
-                for _ in 0..<20 {
-                    Thread.sleep(forTimeInterval: 0.05)
-                    let again = try setup.session.walletBalance(wallet)
-                    if again == after { break }
-                    after = again
+                // In-flight pay-ins finish after wrk stops (the warm-up's too): wait for the balance to settle.
+                func settled() throws -> Int64 {
+                    var balance = try setup.session.walletBalance(wallet)
+                    for _ in 0..<20 {
+                        Thread.sleep(forTimeInterval: 0.05)
+                        let again = try setup.session.walletBalance(wallet)
+                        if again == balance { break }
+                        balance = again
+                    }
+                    return balance
                 }
+                let before = try settled()
+                let (sample, report) = try load.runReporting(seconds: plan.seconds)
+                let after = try settled()
                 let succeeded = report.completed ?? 0
                 let credits = (after - before) / 1000
                 let whole = (after - before) % 1000 == 0

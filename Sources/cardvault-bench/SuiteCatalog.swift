@@ -6,6 +6,7 @@ enum SuiteCatalog {
         CardKitSuite(),
         StoreSuite(),
         HTTPSuite(),
+        PayInSuite(),
         PeerSuite(),
         PostgresPairSuite(),
         ForwardSuite(),

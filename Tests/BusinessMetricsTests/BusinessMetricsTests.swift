@@ -59,3 +59,39 @@ import Testing
                 != nil, "\(line)")
     }
 }
+
+@Test func lockFreeAndLockedSeriesShowAsOne() {
+    let metrics = BusinessMetrics()
+    // Lock-free: created and succeeded statuses, the three decisions, the known rules, the score buckets.
+    metrics.transaction(kind: "payin", status: "CREATED", resultCode: "")
+    metrics.transaction(kind: "payin", status: "SUCCEEDED", resultCode: "000000")
+    metrics.transaction(kind: "payin", status: "SUCCEEDED", resultCode: "000000")
+    metrics.transaction(kind: "validation", status: "SUCCEEDED", resultCode: "000000")
+    // Under the lock: a decline, and a rule outside the fixed set.
+    metrics.transaction(kind: "payin", status: "FAILED", resultCode: "008500")
+    metrics.riskAssessment(decision: "block", rules: ["device.cards", "some.new.rule"], score: 250)
+    metrics.riskAssessment(decision: "allow", rules: [], score: 5)
+    #expect(metrics.count(kind: "payin", status: "SUCCEEDED", resultCode: "000000") == 2)
+    #expect(metrics.count(kind: "validation", status: "CREATED", resultCode: "") == 0)
+    let text = metrics.prometheusText()
+    #expect(text.contains("cardvault_transactions_total{kind=\"payin\",status=\"CREATED\",result_code=\"\"} 1\n"))
+    #expect(
+        text.contains("cardvault_transactions_total{kind=\"payin\",status=\"SUCCEEDED\",result_code=\"000000\"} 2\n"))
+    #expect(
+        text.contains(
+            "cardvault_transactions_total{kind=\"validation\",status=\"SUCCEEDED\",result_code=\"000000\"} 1\n"))
+    #expect(text.contains("cardvault_transactions_total{kind=\"payin\",status=\"FAILED\",result_code=\"008500\"} 1\n"))
+    // A series never counted does not show.
+    #expect(!text.contains("kind=\"validation\",status=\"CREATED\""))
+    #expect(text.contains("cardvault_risk_decisions_total{decision=\"block\"} 1\n"))
+    #expect(text.contains("cardvault_risk_rule_hits_total{rule=\"device.cards\"} 1\n"))
+    #expect(text.contains("cardvault_risk_rule_hits_total{rule=\"some.new.rule\"} 1\n"))
+    #expect(!text.contains("rule=\"velocity.card\""))
+    // 5 falls in le="10", 250 only in +Inf; the count is the buckets' total.
+    #expect(text.contains("cardvault_risk_score_bucket{le=\"0\"} 0\n"))
+    #expect(text.contains("cardvault_risk_score_bucket{le=\"10\"} 1\n"))
+    #expect(text.contains("cardvault_risk_score_bucket{le=\"200\"} 1\n"))
+    #expect(text.contains("cardvault_risk_score_bucket{le=\"+Inf\"} 2\n"))
+    #expect(text.contains("cardvault_risk_score_sum 255.0\n"))
+    #expect(text.contains("cardvault_risk_score_count 2\n"))
+}
