@@ -67,7 +67,14 @@ final class CardVaultServer {
             credentials = sharing
             return
         }
-        let output = child.output()
+        // The line comes once the port is bound and the client is written: on PostgreSQL under load, a moment
+        // after the port accepts.
+        var output = child.output()
+        let deadline = Date().addingTimeInterval(15)
+        while !output.contains("ClientId="), Date() < deadline, child.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+            output = child.output()
+        }
         guard let line = output.split(separator: "\n").first(where: { $0.contains("ClientId=") }),
             let idRange = line.range(of: "ClientId="), let keyRange = line.range(of: " ApiKey=")
         else {

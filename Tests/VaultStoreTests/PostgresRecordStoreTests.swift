@@ -191,7 +191,7 @@ import VaultStorePostgres
                             .put(collection: "regs", id: "r\(index % 16 / 2)", value: [UInt8(index)], condition: .version(1)))
                     }
                     do {
-                        try await store.commit(writes)
+                        _ = try await store.commit(writes)
                         return (index, true)
                     } catch let error as StoreError where error.code == .conflict {
                         return (index, false)
