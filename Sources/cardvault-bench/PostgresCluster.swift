@@ -133,7 +133,10 @@ struct PgbenchLoad {
         guard let line = outcome.stdout.split(separator: "\n").first(where: { $0.contains(Self.tpsPattern) }),
             let range = line.range(of: Self.tpsPattern),
             let tps = Double(line[range.upperBound...].prefix { $0.isNumber || $0 == "." })
-        else { throw BenchFailure("pgbench printed no tps line") }
+        else {
+            let tail = (outcome.stdout.split(separator: "\n").suffix(2) + outcome.stderr.split(separator: "\n").suffix(2))
+            throw BenchFailure("pgbench printed no tps line: " + tail.joined(separator: " / ").suffix(400))
+        }
         let failed =
             outcome.stdout.split(separator: "\n").first { $0.contains("number of failed transactions") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } } ?? 0

@@ -193,12 +193,12 @@ final class DaemonPair {
             let store = try PostgresRecordStore.open(options: options, keysDirectory: keys)
             defer { store.close() }
             var missing = 0
-            let decoder = JSONDecoder()
             for id in run.acknowledged {
+                // Records are binary (RecordCoding), as the file store's durability check reads them.
                 guard
                     let record = try await store.get(
                         TokenizationDurabilityCheck.registrations, id: run.clientId + ":" + id),
-                    let registration = try? decoder.decode(CardRegistration.self, from: Data(record.value)),
+                    let registration = try? RecordCoding.decode(CardRegistration.self, from: record),
                     let pending = registration.pending,
                     try await store.get(TokenizationDurabilityCheck.vault, id: run.clientId + ":" + pending.cardId)
                         != nil
