@@ -356,7 +356,8 @@ final class PostgresPool: Sendable {
         do {
             try connection.rollBackFailedTransaction()
         } catch {
-            throw BrokenConnection(unanswered: commits)
+            // COMMIT answered an error, so nothing should have applied; the probes check before anything goes again.
+            throw BrokenConnection(unanswered: commits.map(Self.markInDoubt))
         }
         let culprit = calls.firstIndex { if case .failure = $0 { return true } else { return false } }
         var firstError: PostgresError?
