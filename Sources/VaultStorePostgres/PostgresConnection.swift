@@ -266,6 +266,11 @@ final class PostgresConnection {
         return outcomes
     }
 
+    /// Ends an explicit transaction left aborted by a failed statement (a pipeline's sync point does not).
+    func rollBackFailedTransaction() throws {
+        if PQtransactionStatus(connection) == PQTRANS_INERROR { try execute("ROLLBACK") }
+    }
+
     private func connectionError() -> PostgresError {
         PostgresError(.connection, "PostgreSQL connection failed: \(Self.message(PQerrorMessage(connection)))")
     }

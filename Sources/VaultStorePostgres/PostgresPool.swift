@@ -62,6 +62,10 @@ final class PostgresPool: Sendable {
 
     static let begin = PostgresStatement(name: "cv_begin", sql: "BEGIN")
     static let commitTransaction = PostgresStatement(name: "cv_commit_tx", sql: "COMMIT")
+    static let keyLockShared = PostgresStatement(
+        name: "cv_key_lock", sql: "SELECT pg_advisory_xact_lock_shared(\(PostgresSchema.keyLock))")
+    /// The SQLSTATE of ``PostgresRecordStore/putStatement`` missing a condition (`cardvault_conflict()`).
+    static let conflictState = "CV001"
     static let probe = PostgresStatement(
         name: "cv_probe", sql: "SELECT value FROM cardvault_records WHERE collection = $1 AND id = $2")
 
@@ -298,9 +302,10 @@ final class PostgresPool: Sendable {
         var steps: [PostgresConnection.PipelineStep] = []
         do {
             for job in pending { try connection.prepare(job.statement.name, job.statement.sql) }
-            if commits.count > 1 {
-                try connection.prepare(Self.begin.name, Self.begin.sql)
-                try connection.prepare(Self.commitTransaction.name, Self.commitTransaction.sql)
+            if !commits.isEmpty {
+                for statement in [Self.begin, Self.keyLockShared, Self.commitTransaction] {
+                    try connection.prepare(statement.name, statement.sql)
+                }
             }
         } catch let error as PostgresError where error.code == .connection {
             throw BrokenConnection(unanswered: pending)
@@ -311,11 +316,11 @@ final class PostgresPool: Sendable {
         for job in reads {
             steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: true))
         }
-        if commits.count == 1 {
-            steps.append(
-                .init(statement: commits[0].statement.name, parameters: commits[0].parameters, syncAfter: true))
-        } else if commits.count > 1 {
+        if !commits.isEmpty {
+            // One transaction: the key lock taken shared once (a rotation or retirement waits for it), then the
+            // batches, then COMMIT: one WAL flush for all of them.
             steps.append(.init(statement: Self.begin.name, parameters: [], syncAfter: false))
+            steps.append(.init(statement: Self.keyLockShared.name, parameters: [], syncAfter: false))
             for job in commits {
                 steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: false))
             }
@@ -334,41 +339,63 @@ final class PostgresPool: Sendable {
             case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
             }
         }
-        let commitOutcomes = Array(outcomes.dropFirst(reads.count))
-        if commits.count == 1 {
-            switch commitOutcomes[0] {
-            case .success(let rows): commits[0].waiter.resume(returning: rows)
-            case .failure(let error):
-                // A deadlock, a serialization failure or a server going down applied nothing: send again.
-                if error.code == .connection || error.sqlState.hasPrefix("57") {
-                    throw BrokenConnection(unanswered: [commits[0]])
-                }
-                if error.isTransient {
-                    requeue(commits[0])
-                } else {
-                    commits[0].waiter.resume(throwing: Self.storeError(error))
+        guard !commits.isEmpty else { return }
+        let transaction = Array(outcomes.dropFirst(reads.count))
+        let calls = Array(transaction.dropFirst(2).dropLast())
+        // BEGIN, the lock, the calls, COMMIT: all applied only when COMMIT succeeded.
+        if case .success = transaction.last! {
+            for (job, outcome) in zip(commits, calls) {
+                switch outcome {
+                case .success(let rows): job.waiter.resume(returning: rows)
+                case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
                 }
             }
-        } else if commits.count > 1 {
-            // BEGIN, the calls, COMMIT: all applied only when COMMIT succeeded.
-            if case .success = commitOutcomes.last! {
-                for (job, outcome) in zip(commits, commitOutcomes.dropFirst().dropLast()) {
-                    switch outcome {
-                    case .success(let rows): job.waiter.resume(returning: rows)
-                    case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
-                    }
-                }
+            return
+        }
+        // Nothing applied. An explicit transaction that failed stays open (aborted) after the sync point.
+        do {
+            try connection.rollBackFailedTransaction()
+        } catch {
+            // COMMIT answered an error, so nothing should have applied; the probes check before anything goes again.
+            throw BrokenConnection(unanswered: commits.map(Self.markInDoubt))
+        }
+        let culprit = calls.firstIndex { if case .failure = $0 { return true } else { return false } }
+        var firstError: PostgresError?
+        for outcome in transaction {
+            if case .failure(let error) = outcome {
+                firstError = error
+                break
+            }
+        }
+        if let culprit, case .failure(let error) = calls[culprit], error.sqlState == Self.conflictState {
+            // A plain-SQL batch missed a condition: it goes back to its caller (which sends it through
+            // `cardvault_commit` alone), the others of the transaction go again together.
+            commits[culprit].waiter.resume(throwing: error)
+            var others = commits
+            others.remove(at: culprit)
+            if !others.isEmpty { try work(others, on: connection) }
+            return
+        }
+        if commits.count == 1, let error = firstError {
+            // A deadlock, a serialization failure or a server going down applied nothing: send again.
+            if error.code == .connection || error.sqlState.hasPrefix("57") {
+                throw BrokenConnection(unanswered: commits.map(Self.markInDoubt))
+            }
+            if error.isTransient {
+                requeue(commits[0])
             } else {
-                // One call failed (not a conflict: those are answered inside): nothing applied; each goes alone.
-                var rest = commits[...]
-                while let job = rest.first {
-                    rest = rest.dropFirst()
-                    do {
-                        try work([job], on: connection)
-                    } catch let broken as BrokenConnection {
-                        throw BrokenConnection(unanswered: broken.unanswered + rest)
-                    }
-                }
+                commits[0].waiter.resume(throwing: Self.storeError(error))
+            }
+            return
+        }
+        // Some other failure in a shared transaction: each goes alone.
+        var rest = commits[...]
+        while let job = rest.first {
+            rest = rest.dropFirst()
+            do {
+                try work([job], on: connection)
+            } catch let broken as BrokenConnection {
+                throw BrokenConnection(unanswered: broken.unanswered + rest)
             }
         }
     }

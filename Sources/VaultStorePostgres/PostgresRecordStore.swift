@@ -46,8 +46,9 @@ public struct PostgresStoreOptions: Sendable {
 /// Each value is sealed here with AES-256-GCM under the current data key (``DatabaseKeyRing``), its AAD
 /// binding the collection, id, data key version and record version, before it is sent: the database sees
 /// ciphertext, names (the domain's ids, whose card-derived parts are keyed fingerprints) and versions.
-/// A batch is one call of `cardvault_commit` (compare-and-set on each record's version, in one
-/// transaction); a failed condition answers ``StoreError`` `.conflict` with nothing applied. An
+/// A batch is one plain statement (``putStatement``; `cardvault_commit` when it names a record twice or missed a
+/// condition), compare-and-set on each record's version; a failed condition answers ``StoreError`` `.conflict`
+/// with nothing applied. An
 /// unconditional put reads the record's version first and writes with that version as its condition,
 /// trying again if another write came in between. Commits are acknowledged once PostgreSQL acknowledged
 /// them at the configured `synchronous_commit` level.
@@ -81,6 +82,49 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     static let commitStatement = PostgresStatement(
         name: "cv_apply",
         sql: "SELECT cardvault_commit($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::integer, $6::bytea[])")
+
+    /// A batch whose records are all distinct, as one plain statement (schema version 2): inserts (`ON CONFLICT
+    /// DO NOTHING`) and compare-and-set updates and deletes over the batch's arrays, guarded by the key check
+    /// (the pool takes the key lock shared in an earlier statement of the same transaction). It answers -1 with
+    /// nothing written when the batch was sealed under a version that is no longer current, 0 when every write
+    /// met its condition, and otherwise raises CV001 (`cardvault_conflict()`), which undoes the transaction: the
+    /// pool sends the transaction's other batches again, and this batch comes back to ``commit(_:)`` to go
+    /// through `cardvault_commit` (``commitStatement``), which names the write at fault. $7: the writes that
+    /// must change a row (puts, and deletes with an expected version).
+    static let putStatement = PostgresStatement(
+        name: "cv_put",
+        sql: """
+            WITH w AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $6::bytea[])
+                    AS w(c, i, e, v, val)
+            ), k AS (
+                SELECT $5::integer = 0 OR coalesce((SELECT current_version FROM cardvault_keyring) = $5::integer, false)
+                    AS ok
+            ), ins AS (
+                INSERT INTO cardvault_records (collection, id, version, key_version, value)
+                SELECT c, i, v, $5::integer, val FROM w WHERE e = 0 AND v > 0 AND (SELECT ok FROM k)
+                ON CONFLICT DO NOTHING RETURNING 1
+            ), upd AS (
+                UPDATE cardvault_records r SET version = w.v, key_version = $5::integer, value = w.val
+                FROM w WHERE w.e > 0 AND w.v > 0 AND r.collection = w.c AND r.id = w.i AND r.version = w.e
+                    AND (SELECT ok FROM k)
+                RETURNING 1
+            ), del AS (
+                DELETE FROM cardvault_records r USING w
+                WHERE w.v = 0 AND w.e <> 0 AND r.collection = w.c AND r.id = w.i AND (w.e = -1 OR r.version = w.e)
+                    AND (SELECT ok FROM k)
+                RETURNING w.e
+            ), present AS (
+                SELECT count(*) AS n FROM cardvault_records r JOIN w ON w.v = 0 AND w.e = 0
+                    AND r.collection = w.c AND r.id = w.i
+            )
+            SELECT CASE
+                WHEN NOT (SELECT ok FROM k) THEN -1
+                WHEN (SELECT count(*) FROM ins) + (SELECT count(*) FROM upd) + (SELECT count(*) FROM del WHERE e > 0)
+                    = $7::bigint AND (SELECT n FROM present) = 0 THEN 0
+                ELSE cardvault_conflict()
+            END
+            """)
 
     /// Connects, checks the schema (``PostgresSchema/currentVersion``) and opens the keyring (creating it
     /// in an empty database), then starts the pool.
@@ -274,14 +318,24 @@ public final class PostgresRecordStore: RecordStore, Sendable {
                 if probe == nil { probe = PostgresPool.CommitProbe(collection: collection, id: id, sealed: sealed) }
                 values.append(sealed)
             }
-            let rows = try await pool.run(
-                Self.commitStatement,
-                [
-                    .textArray(writes.map(\.collection)), .textArray(writes.map(\.id)), .int64Array(plan.expected),
-                    .int64Array(plan.versions.map { Int64($0) }), .int32(Int32(bitPattern: key?.version ?? 0)),
-                    .byteaArray(values),
-                ],
-                kind: .commit(probe: probe))
+            let parameters: [PostgresValue] = [
+                .textArray(writes.map(\.collection)), .textArray(writes.map(\.id)), .int64Array(plan.expected),
+                .int64Array(plan.versions.map { Int64($0) }), .int32(Int32(bitPattern: key?.version ?? 0)),
+                .byteaArray(values),
+            ]
+            let rows: PostgresRows
+            if plan.distinct {
+                do {
+                    rows = try await pool.run(
+                        Self.putStatement, parameters + [.int64(Int64(plan.mustChange))], kind: .commit(probe: probe))
+                } catch let error as PostgresError where error.sqlState == PostgresPool.conflictState {
+                    // A missed condition undid the plain statement: the same batch (same seals) through the
+                    // function, which names the write at fault (or applies, if the record changed back meanwhile).
+                    rows = try await pool.run(Self.commitStatement, parameters, kind: .commit(probe: probe))
+                }
+            } else {
+                rows = try await pool.run(Self.commitStatement, parameters, kind: .commit(probe: probe))
+            }
             let outcome = rows.int64(0, 0) ?? 0
             if outcome == 0 { return plan.versions }
             if outcome == -1 {
@@ -308,6 +362,11 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         var versions: [UInt64]
         /// Writes whose expected version came from a read (an unconditional put): failing is no conflict.
         var unconditionalStaleness: Set<Int>
+        /// Whether every write names a record of its own (the plain statement's case; otherwise the function,
+        /// which applies the writes in order, does the batch).
+        var distinct = true
+        /// Writes that must change a row to meet their condition: puts, and deletes with an expected version.
+        var mustChange = 0
     }
 
     /// Plans a batch against the versions read for its unconditional puts, with the later writes of a batch
@@ -318,6 +377,7 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         for (index, write) in writes.enumerated() {
             let name = write.collection + "/" + write.id
             let stagedVersion = staged[name]
+            if staged.keys.contains(name) { plan.distinct = false }
             let expected: Int64
             switch write.condition {
             case .absent:
@@ -353,6 +413,7 @@ public final class PostgresRecordStore: RecordStore, Sendable {
             }
             // A write after an earlier one of the same batch is checked against it (the function applies them in order).
             plan.expected.append(expected)
+            if plan.versions.last != 0 || expected > 0 { plan.mustChange += 1 }
         }
         return plan
     }

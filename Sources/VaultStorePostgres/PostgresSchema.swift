@@ -10,6 +10,12 @@ import VaultStore
 /// version, sealed value). Values are sealed by CardVault before they leave the process: the database
 /// holds AES-256-GCM ciphertext and names only.
 ///
+/// Since version 2 a batch is normally one plain SQL statement (``PostgresRecordStore/putStatement``: data-modifying
+/// CTEs over the batch's arrays, no PL/pgSQL, no subtransaction) that calls `cardvault_conflict()` to raise
+/// SQLSTATE CV001 when any write missed its condition, aborting the transaction it is in; the pool then sends the
+/// other batches of that transaction again and this one alone through `cardvault_commit`, which names the write
+/// at fault.
+///
 /// `cardvault_commit` applies one atomic batch with compare-and-set (`UPDATE … WHERE version = $n`,
 /// `INSERT … ON CONFLICT DO NOTHING`) inside its own subtransaction: on a failed condition it undoes
 /// its batch and returns the 1-based index of the write at fault, so several batches can share one
@@ -19,7 +25,7 @@ import VaultStore
 /// while a write sealed under it is in flight.
 public enum PostgresSchema {
     /// The schema version this binary reads and writes.
-    public static let currentVersion = 1
+    public static let currentVersion = 2
 
     /// The advisory lock key of data key changes (shared by writes, exclusive for rotations and retirements).
     static let keyLock: Int64 = 0x4356_4B45_5952_494E  // "CVKEYRIN"
@@ -110,7 +116,14 @@ public enum PostgresSchema {
             RETURN 0;
         END $$;
         CREATE TABLE IF NOT EXISTS cardvault_schema (version integer NOT NULL);
-        """
+        """,
+        // Version 2: the plain-SQL commit's way to fail its statement (and so its transaction) on a missed condition.
+        2: """
+        CREATE OR REPLACE FUNCTION cardvault_conflict() RETURNS integer LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION USING ERRCODE = 'CV001', MESSAGE = 'a condition of the batch failed';
+        END $$;
+        """,
     ]
 
     /// The schema version the database is at (0: no CardVault schema).

@@ -46,6 +46,37 @@ final class PostgresCluster {
 
     deinit { stop() }
 
+    /// User + system CPU seconds of the whole server so far: the postmaster, its live children (backends,
+    /// WAL writer, checkpointer...) and the children it has reaped (cutime + cstime), so a run's delta holds
+    /// the backends that ended during it (pgbench's) as well as the long-lived ones (the daemons' pools).
+    var cpuSeconds: Double? {
+        guard
+            let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),
+            let line = text.split(separator: "\n").first, let postmaster = pid_t(line)
+        else { return nil }
+        guard let own = Self.stat(postmaster), own.fields.count > 14, let reapedUser = Double(own.fields[13]),
+            let reapedSystem = Double(own.fields[14])
+        else { return nil }
+        var ticks = own.cpu + reapedUser + reapedSystem
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), pid != postmaster, let child = Self.stat(pid), child.fields.count > 1,
+                child.fields[1] == String(postmaster)
+            else { continue }
+            ticks += child.cpu
+        }
+        return ticks / ProcessCPU.ticksPerSecond
+    }
+
+    /// The fields of /proc/<pid>/stat after the command name (from field 3, state, on) and utime + stime in ticks.
+    private static func stat(_ pid: pid_t) -> (fields: [Substring], cpu: Double)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (fields, user + system)
+    }
+
     /// Runs a server binary as `postgres` when we are root (PostgreSQL refuses to run as root).
     @discardableResult
     private func asServerUser(_ program: String, _ arguments: [String]) throws -> ChildProcess.Outcome {
@@ -102,7 +133,10 @@ struct PgbenchLoad {
         guard let line = outcome.stdout.split(separator: "\n").first(where: { $0.contains(Self.tpsPattern) }),
             let range = line.range(of: Self.tpsPattern),
             let tps = Double(line[range.upperBound...].prefix { $0.isNumber || $0 == "." })
-        else { throw BenchFailure("pgbench printed no tps line") }
+        else {
+            let tail = (outcome.stdout.split(separator: "\n").suffix(2) + outcome.stderr.split(separator: "\n").suffix(2))
+            throw BenchFailure("pgbench printed no tps line: " + tail.joined(separator: " / ").suffix(400))
+        }
         let failed =
             outcome.stdout.split(separator: "\n").first { $0.contains("number of failed transactions") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } } ?? 0

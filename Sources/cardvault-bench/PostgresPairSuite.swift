@@ -45,7 +45,8 @@ struct PostgresPairSuite: BenchSuite {
         var comparisons: [Comparison] = []
 
         // Tokenization: two daemons vs the file store, then vs the pgcrypto peer.
-        let pairTokenize = PairTokenization(pair: pair, setup: pairSetup, context: context)
+        let cpu = PairCPU(pair: pair, cluster: cluster)
+        let pairTokenize = PairTokenization(pair: pair, setup: pairSetup, context: context, cpu: cpu)
         let fileTokenize = TokenizationRuns()
         let pairSide = Side.measured(
             Workload(label: "two daemons on PostgreSQL, tokenization POST") { try pairTokenize.run(seconds: $0) })
@@ -73,11 +74,16 @@ struct PostgresPairSuite: BenchSuite {
             context.compare(
                 "tokenization POST, PostgreSQL pair vs PostgreSQL + pgcrypto, \(Self.connections) conns",
                 unit: "req/s", subject: pairSide,
-                anchor: .measured(Workload(label: "PostgreSQL + pgcrypto (pgbench)") { try peer.run(seconds: $0) }),
+                anchor: .measured(
+                    Workload(label: "PostgreSQL + pgcrypto (pgbench)") { seconds in
+                        try cpu.measurePeer(seconds: seconds) { try peer.run(seconds: seconds) }
+                    }),
                 plan: context.loadPlan,
                 target: { Target(goal: "≥ 1x peer", met: $0.ratio.map { $0 >= 1 }) },
                 note: "the peer does the token, HMAC fingerprint, pgp_sym_encrypt and INSERT in the same cluster, "
                     + "with no HTTP hop, registration check or profiling record"))
+
+        notes.append(cpu.note)
 
         // Pay-in: two daemons vs the file store.
         let half = Self.connections / 2
@@ -187,12 +193,12 @@ final class DaemonPair {
             let store = try PostgresRecordStore.open(options: options, keysDirectory: keys)
             defer { store.close() }
             var missing = 0
-            let decoder = JSONDecoder()
             for id in run.acknowledged {
+                // Records are binary (RecordCoding), as the file store's durability check reads them.
                 guard
                     let record = try await store.get(
                         TokenizationDurabilityCheck.registrations, id: run.clientId + ":" + id),
-                    let registration = try? decoder.decode(CardRegistration.self, from: Data(record.value)),
+                    let registration = try? RecordCoding.decode(CardRegistration.self, from: record),
                     let pending = registration.pending,
                     try await store.get(TokenizationDurabilityCheck.vault, id: run.clientId + ":" + pending.cardId)
                         != nil
@@ -220,10 +226,13 @@ final class PairTokenization {
     private(set) var last: Run?
     private var expectedRate = 3_000.0
 
-    init(pair: DaemonPair, setup: MerchantSetup, context: SuiteContext) {
+    let cpu: PairCPU
+
+    init(pair: DaemonPair, setup: MerchantSetup, context: SuiteContext, cpu: PairCPU) {
         self.pair = pair
         self.setup = setup
         self.context = context
+        self.cpu = cpu
     }
 
     func run(seconds: Double) throws -> Sample {
@@ -244,7 +253,7 @@ final class PairTokenization {
                     url: server.url, script: context.benchDirectory + "/wrk/tokenize.lua", connections: half,
                     scriptArguments: [part], threadPerConnection: true))
         }
-        let results = try runTogether(loads, seconds: seconds)
+        let results = try cpu.measurePair { try runTogether(loads, seconds: seconds) }
         var acknowledged: [String] = []
         for (index, result) in results.enumerated() {
             for thread in result.report.threads ?? [] {
@@ -300,5 +309,82 @@ final class PairTokenization {
                 toFile: directory + "/slice-\(slice)", atomically: false, encoding: .utf8)
         }
         return directory
+    }
+}
+
+/// CPU charged to each tokenization of the timed pair runs (daemons A + B, the PostgreSQL server's processes,
+/// the two wrk processes) and to each insert of the pgcrypto peer (server, pgbench): per-request CPU is the
+/// stable measure on a shared host, where rates move with other programs' load.
+final class PairCPU {
+    struct Split {
+        var daemons = 0.0
+        var database = 0.0
+        var generator = 0.0
+    }
+
+    let pair: DaemonPair
+    let cluster: PostgresCluster
+    private(set) var pairRuns: [Split] = []
+    private(set) var peerRuns: [Split] = []
+
+    init(pair: DaemonPair, cluster: PostgresCluster) {
+        self.pair = pair
+        self.cluster = cluster
+    }
+
+    private var daemonSeconds: Double? {
+        guard let a = pair.a.cpuSeconds, let b = pair.b.cpuSeconds else { return nil }
+        return a + b
+    }
+
+    /// Runs the pair's wrk loads, charging the daemons', the server's and wrk's CPU to the acknowledged tokenizations.
+    func measurePair(
+        _ body: () throws -> [(sample: Sample, report: WrkLoad.Report)]
+    ) rethrows -> [(sample: Sample, report: WrkLoad.Report)] {
+        let daemons = daemonSeconds
+        let database = cluster.cpuSeconds
+        let results = try body()
+        let count = results.reduce(0) { $0 + ($1.report.completed ?? 0) }
+        if let daemons, let database, let daemonsAfter = daemonSeconds, let databaseAfter = cluster.cpuSeconds,
+            count > 0
+        {
+            let generator = results.reduce(0.0) {
+                $0 + ($1.sample.generatorCores ?? 0) * $1.report.duration_us / 1e6
+            }
+            pairRuns.append(
+                Split(
+                    daemons: (daemonsAfter - daemons) * 1e6 / Double(count),
+                    database: (databaseAfter - database) * 1e6 / Double(count),
+                    generator: generator * 1e6 / Double(count)))
+        }
+        return results
+    }
+
+    /// Runs the peer (pgbench), charging the server's and pgbench's CPU to its inserts.
+    func measurePeer(seconds: Double, _ body: () throws -> Sample) rethrows -> Sample {
+        let database = cluster.cpuSeconds
+        let sample = try body()
+        let duration = Double(max(1, Int(seconds.rounded())))  // pgbench -T, as PgbenchLoad runs it
+        let count = sample.rate * duration
+        if let database, let databaseAfter = cluster.cpuSeconds, count > 0 {
+            peerRuns.append(
+                Split(
+                    daemons: 0, database: (databaseAfter - database) * 1e6 / count,
+                    generator: (sample.generatorCores ?? 0) * duration * 1e6 / count))
+        }
+        return sample
+    }
+
+    /// Medians over the runs (the first, a warm-up, left out when there are more).
+    var note: String {
+        func median(_ runs: [Split], _ part: KeyPath<Split, Double>) -> String {
+            let timed = runs.count > 1 ? Array(runs.dropFirst()) : runs
+            guard !timed.isEmpty else { return "n/a" }
+            return String(format: "%.0f", Statistics.median(timed.map { $0[keyPath: part] }))
+        }
+        return "CPU per request (user + system from /proc over each timed run / acknowledged requests, median): "
+            + "pair tokenization: daemons A + B \(median(pairRuns, \.daemons)) µs, PostgreSQL server "
+            + "\(median(pairRuns, \.database)) µs, wrk \(median(pairRuns, \.generator)) µs; pgcrypto peer insert: "
+            + "PostgreSQL server \(median(peerRuns, \.database)) µs, pgbench \(median(peerRuns, \.generator)) µs."
     }
 }

@@ -145,4 +145,74 @@ import VaultStorePostgres
         #expect(winners == 1)
         #expect(try await b.get("payins", id: "p1")?.version == 2)
     }
+
+    @Test func aVersionOneSchemaIsRefusedUntilMigratedAndThenServes() async throws {
+        let cluster = try #require(PostgresTestCluster.shared)
+        let url = try cluster.freshURL()
+        let sandbox = try StoreSandbox()
+        _ = try PostgresRecordStore.migrate(uri: url)
+        // What version 1 had: no cardvault_conflict().
+        try cluster.psql(
+            "DROP FUNCTION \(schema(url)).cardvault_conflict(); UPDATE \(schema(url)).cardvault_schema SET version = 1")
+        do {
+            _ = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
+            Issue.record("a version 1 schema was accepted")
+        } catch let error as PostgresError {
+            #expect(error.code == .schema && error.message.contains("version 1") && error.message.contains("db migrate"))
+        }
+        let upgrade = try PostgresRecordStore.migrate(uri: url)
+        #expect(upgrade.from == 1 && upgrade.to == 2)
+        let store = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
+        defer { store.close() }
+        try await store.put("cards", id: "c1", value: [1], condition: .absent)
+        await #expect(throws: StoreError(.conflict, "")) {
+            try await store.put("cards", id: "c1", value: [2], condition: .absent)
+        }
+        #expect(try await store.get("cards", id: "c1")?.value == [1])
+    }
+
+    /// With one connection, concurrent batches share transactions: a batch that misses its condition undoes the
+    /// plain statement's transaction, and the others of that transaction still apply (sent again), each conflict
+    /// failing only its own batch.
+    @Test func aConflictInASharedTransactionFailsOnlyItsOwnBatch() async throws {
+        let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
+        let store = sandbox.store
+        for index in 0..<8 { try await store.put("regs", id: "r\(index)", value: [0], condition: .absent) }
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    // Even: a fresh card and an update of registration r(index/8) at version 1 (4 racers each:
+                    // one wins). Odd: a fresh card alone (never conflicts).
+                    var writes: [RecordWrite] = [
+                        .put(collection: "cards", id: "c\(index)", value: [UInt8(index)], condition: .absent)
+                    ]
+                    if index % 2 == 0 {
+                        writes.append(
+                            .put(collection: "regs", id: "r\(index % 16 / 2)", value: [UInt8(index)], condition: .version(1)))
+                    }
+                    do {
+                        _ = try await store.commit(writes)
+                        return (index, true)
+                    } catch let error as StoreError where error.code == .conflict {
+                        return (index, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        for index in stride(from: 1, to: 64, by: 2) {
+            #expect(outcomes[index] == true, "the independent batch \(index) applied")
+            #expect(try await store.get("cards", id: "c\(index)")?.value == [UInt8(index)])
+        }
+        for registration in 0..<8 {
+            let racers = stride(from: 0, to: 64, by: 2).filter { $0 % 16 / 2 == registration }
+            let winners = racers.filter { outcomes[$0] == true }
+            #expect(winners.count == 1, "one winner for r\(registration)")
+            let record = try await store.get("regs", id: "r\(registration)")
+            #expect(record?.version == 2 && record?.value == winners.first.map { [UInt8($0)] })
+            for loser in racers where outcomes[loser] == false {
+                #expect(try await store.get("cards", id: "c\(loser)") == nil, "the losing batch \(loser) applied nothing")
+            }
+        }
+    }
 }

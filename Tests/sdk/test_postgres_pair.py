@@ -232,7 +232,7 @@ def test_serve_refuses_a_database_without_the_schema_naming_db_migrate(tmp_path)
         assert "cardvault db migrate" in refused.stderr
         assert cluster.url() not in refused.stderr + refused.stdout  # the URI (it may hold a password) is never shown
         migrated = subprocess.run([_binary(), "db", "migrate"], env=env, capture_output=True, text=True, timeout=30)
-        assert migrated.returncode == 0 and "to 1" in migrated.stdout
+        assert migrated.returncode == 0 and "to 2" in migrated.stdout
         again = subprocess.run([_binary(), "db", "migrate"], env=env, capture_output=True, text=True, timeout=30)
         assert again.returncode == 0 and "already" in again.stdout
     finally:
