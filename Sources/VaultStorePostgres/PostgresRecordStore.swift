@@ -228,6 +228,10 @@ public final class PostgresRecordStore: RecordStore, Sendable {
 
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        try await measuredCommit { try await commitBatch(writes) }
+    }
+
+    private func commitBatch(_ writes: [RecordWrite]) async throws -> [UInt64] {
         for write in writes {
             try RecordName.validate(write.collection, what: "collection")
             try RecordName.validate(write.id, what: "record id")
