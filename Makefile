@@ -60,7 +60,7 @@ PAIR_SDK_TESTS := Tests/sdk/test_business_metrics.py Tests/sdk/test_card_lifecyc
 ## test-postgres-pair: Tests/sdk (PAIR_SDK_TESTS) with CARDVAULT_TEST_BACKEND=postgres-pair: a throw-away
 ## PostgreSQL cluster (initdb in a temporary directory, Unix socket on a free port) and two daemons on it
 ## behind a round-robin proxy. The Swift suite's PostgreSQL cases start their own throw-away cluster the same
-## way (or use CARDVAULT_TEST_DATABASE_URL), and Tests/sdk/test_postgres_pair.py runs in both passes.
+## way (or use CARDVAULT_TEST_DATABASE_URL); Tests/sdk/test_postgres_pair*.py start pairs of their own (first pass).
 test-postgres-pair: deps-test release venv
 	$(TEST_ENV) CARDVAULT_TEST_BACKEND=postgres-pair .venv/bin/python -m pytest -q $(PAIR_SDK_TESTS)
 
