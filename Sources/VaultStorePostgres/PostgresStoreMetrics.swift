@@ -25,6 +25,8 @@ final class PostgresStoreMetrics: Sendable {
         var reconnects: UInt64 = 0
         var inDoubtApplied: UInt64 = 0
         var inDoubtResent: UInt64 = 0
+        /// Data key versions sealing at least one record, as of the last check (nil before the first).
+        var keyVersionsInUse: Int?
     }
 
     private let values = Locked(Values())
@@ -70,6 +72,22 @@ final class PostgresStoreMetrics: Sendable {
 
     var snapshot: Values { values.withLock { $0 } }
 
+    /// Which of `versions` seal at least one record: one index probe per version (`cardvault_records_key_version`).
+    static let keyVersionsInUseStatement = PostgresStatement(
+        name: "cv_key_versions_in_use",
+        sql: """
+            SELECT count(*) FROM unnest($1::bigint[]) AS v(version)
+            WHERE EXISTS (SELECT 1 FROM cardvault_records r WHERE r.key_version = v.version)
+            """)
+
+    /// Counts the data key versions in use on `connection` (the keyring watcher's, on its own thread).
+    func refreshKeyVersionsInUse(_ versions: [UInt32], on connection: PostgresConnection) throws {
+        try connection.prepare(Self.keyVersionsInUseStatement.name, Self.keyVersionsInUseStatement.sql)
+        let rows = try connection.run(Self.keyVersionsInUseStatement.name, [.int64Array(versions.map { Int64($0) })])
+        let count = Int(rows.int64(0, 0) ?? 0)
+        values.withLock { $0.keyVersionsInUse = count }
+    }
+
     /// Prometheus text, with the pool's configured size, its connections up and the jobs queued now.
     func prometheusText(poolSize: Int, connected: Int, queued: Int) -> String {
         let values = snapshot
@@ -111,6 +129,11 @@ final class PostgresStoreMetrics: Sendable {
         text += "# TYPE cardvault_store_in_doubt_commits_total counter\n"
         text += "cardvault_store_in_doubt_commits_total{resolution=\"applied\"} " + String(values.inDoubtApplied) + "\n"
         text += "cardvault_store_in_doubt_commits_total{resolution=\"resent\"} " + String(values.inDoubtResent) + "\n"
+        if let inUse = values.keyVersionsInUse {
+            text += "# HELP cardvault_data_key_versions_in_use Data key versions that seal at least one live record "
+            text += "(checked every few seconds).\n# TYPE cardvault_data_key_versions_in_use gauge\n"
+            text += "cardvault_data_key_versions_in_use " + String(inUse) + "\n"
+        }
         text += "# HELP cardvault_store_writable 1 while a connection to a writable database is up, 0 otherwise.\n"
         text += "# TYPE cardvault_store_writable gauge\n"
         text += "cardvault_store_writable " + (connected > 0 ? "1" : "0") + "\n"

@@ -37,6 +37,12 @@ import VaultStorePostgres
         #expect(sample(after, "cardvault_store_reconnects_total") == 0)
         #expect(sample(after, "cardvault_store_in_doubt_commits_total{resolution=\"applied\"}") == 0)
         #expect(sample(after, "cardvault_store_pool_waits_total") != nil)
+        // The data key versions in use: checked by the keyring watcher within a few seconds of opening.
+        let deadline = Date().addingTimeInterval(10)
+        while sample(store.storeMetricsText(), "cardvault_data_key_versions_in_use") == nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(sample(store.storeMetricsText(), "cardvault_data_key_versions_in_use") == 1)
         // Neither the URI (it may carry a password) nor the host or socket directory.
         #expect(!after.contains(sandbox.url) && !after.contains("postgresql:") && !after.contains("host="))
     }
