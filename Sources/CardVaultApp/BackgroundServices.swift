@@ -23,8 +23,8 @@ public enum BackgroundServices {
             logger: logger.with(["service": .string("record-sweeper")]))
         metrics.addCollector { sweeper.metricsText() }
         return sweeper.services(
-            interval: .seconds(configuration.lifetimes.sweepIntervalSeconds), leadership: leadership ?? SoleLeadership(),
-            logger: logger)
+            interval: .seconds(configuration.lifetimes.sweepIntervalSeconds),
+            leadership: leadership ?? SoleLeadership(), logger: logger)
     }
 
     /// The rounds with the first (the challenge deadlines, shared by every daemon on one database) run only on

@@ -102,8 +102,9 @@ final class PostgresStoreMetrics: Sendable {
         text += "cardvault_store_commit_seconds_sum " + String(Double(values.commitNanos) / 1e9) + "\n"
         text += "cardvault_store_commit_seconds_count " + String(values.commits) + "\n"
         let applied = values.commits &- values.conflicts &- values.failures
-        text += "# HELP cardvault_store_commits_total Commits by outcome: applied, conflict (a condition failed, nothing "
-        text += "applied), failed (the database unreachable or refusing).\n# TYPE cardvault_store_commits_total counter\n"
+        text += "# HELP cardvault_store_commits_total Commits by outcome: applied, conflict (a condition failed, "
+        text += "nothing applied), failed (the database unreachable or refusing).\n"
+        text += "# TYPE cardvault_store_commits_total counter\n"
         text += "cardvault_store_commits_total{outcome=\"applied\"} " + String(applied) + "\n"
         text += "cardvault_store_commits_total{outcome=\"conflict\"} " + String(values.conflicts) + "\n"
         text += "cardvault_store_commits_total{outcome=\"failed\"} " + String(values.failures) + "\n"
