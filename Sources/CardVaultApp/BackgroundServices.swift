@@ -22,7 +22,9 @@ public enum BackgroundServices {
             rounds: ledRounds(services.sweepRounds, leadership: leadership),
             logger: logger.with(["service": .string("record-sweeper")]))
         metrics.addCollector { sweeper.metricsText() }
-        return sweeper.services(interval: .seconds(configuration.lifetimes.sweepIntervalSeconds), logger: logger)
+        return sweeper.services(
+            interval: .seconds(configuration.lifetimes.sweepIntervalSeconds),
+            leadership: leadership ?? SoleLeadership(), logger: logger)
     }
 
     /// The rounds with the first (the challenge deadlines, shared by every daemon on one database) run only on

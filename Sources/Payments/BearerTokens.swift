@@ -16,12 +16,23 @@ public struct IssuedToken: Sendable {
 /// ``PaymentsConfiguration/bearerTokenCacheCapacity`` entries (past it, expired entries go first, then those
 /// that expire soonest; a token dropped from the cache is read from the store again). A token expires after
 /// ``PaymentsConfiguration/bearerTokenLifetime``; expired entries are dropped when met and by the sweeper
-/// (``purgeExpired()``).
+/// (``purgeExpired()``). A cached entry is read from the store again once it is ``recheckSeconds`` old, so a
+/// token revoked through another daemon on the same database (`clients rotate-key`, `clients remove`) stops
+/// working here within a second.
 public final class BearerTokens: Sendable {
     struct Entry: Codable, Sendable {
         var clientId: String
         var expiresAt: Int64
+        /// When this daemon last read the entry from the store (memory only, never stored).
+        var checkedAt: Int64 = 0
+
+        enum CodingKeys: String, CodingKey {
+            case clientId, expiresAt
+        }
     }
+
+    /// How long a cached entry is trusted before the store is asked again.
+    static let recheckSeconds: Int64 = 1
 
     let environment: PaymentsEnvironment
     let cache = Locked<[String: Entry]>([:])
@@ -40,7 +51,8 @@ public final class BearerTokens: Sendable {
     public func issue(for client: Client) async throws -> IssuedToken {
         let token = Identifier.secret(count: 40, random: environment.random)
         let lifetime = Int(environment.configuration.bearerTokenLifetime)
-        let entry = Entry(clientId: client.clientId, expiresAt: environment.nowSeconds + Int64(lifetime))
+        let now = environment.nowSeconds
+        let entry = Entry(clientId: client.clientId, expiresAt: now + Int64(lifetime), checkedAt: now)
         let digest = Self.digest(token)
         try await mapStoreErrors {
             try await environment.store.put(
@@ -59,10 +71,18 @@ public final class BearerTokens: Sendable {
         let digest = Self.digest(token)
         let now = environment.nowSeconds
         var entry = cache.withLock { $0[digest] }
-        if entry == nil, let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest)
-        {
-            entry = stored.value
-            remember(digest, stored.value)
+        if let cached = entry, now - cached.checkedAt >= Self.recheckSeconds || now < cached.checkedAt {
+            entry = nil  // another daemon on the same store may have revoked it meanwhile
+        }
+        if entry == nil {
+            if let stored = try await environment.store.read(Entry.self, Collections.bearerTokens, id: digest) {
+                var fresh = stored.value
+                fresh.checkedAt = now
+                entry = fresh
+                remember(digest, fresh)
+            } else {
+                cache.withLock { _ = $0.removeValue(forKey: digest) }
+            }
         }
         guard let entry else { throw Self.invalid }
         guard now < entry.expiresAt else {

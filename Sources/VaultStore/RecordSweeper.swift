@@ -94,12 +94,19 @@ public final class RecordSweeper: Sendable {
     /// The sweeper as two services: the record expiries every `interval` (after counting the store at once, so
     /// `/metrics` shows every kind from the start), and the extra rounds (challenge deadlines, in-memory
     /// expiries, cheap) every `roundsInterval`.
-    public func services(interval: Duration, roundsInterval: Duration = .seconds(5), logger: Logger) -> [any Service] {
+    ///
+    /// With several daemons on one store, the record expiries run only on the daemon that leads
+    /// `record-sweeper` (`leadership`); the others only count, so each one's `/metrics` stays current.
+    public func services(
+        interval: Duration, roundsInterval: Duration = .seconds(5), leadership: any Leadership = SoleLeadership(),
+        logger: Logger
+    ) -> [any Service] {
         [
             SweeperService(
                 sweeper: self,
                 periodic: PeriodicService(name: "record-sweeper", interval: interval, logger: logger) { [self] in
-                    _ = try await self.sweepRecords()
+                    let led = try await leadership.runIfLeader("record-sweeper") { _ = try await self.sweepRecords() }
+                    if !led { _ = try await self.counts() }
                 }),
             PeriodicService(name: "expiry-rounds", interval: roundsInterval, logger: logger) { [self] in
                 try await self.runRounds()

@@ -11,6 +11,8 @@ public final class AdvisoryLockLeadership: Leadership {
     private let logger: Logger
     /// The locks held, by the connection generation they were taken on.
     private let held = Locked<Set<Int64>>([])
+    /// Whether this process led each job at its last round (for `/metrics`).
+    private let leading = Locked<[String: Bool]>([:])
 
     public init(options: PostgresStoreOptions) {
         var options = options
@@ -63,12 +65,32 @@ public final class AdvisoryLockLeadership: Leadership {
     @discardableResult
     public func runIfLeader(_ job: String, _ round: @Sendable () async throws -> Void) async throws -> Bool {
         let wasLeading = held.withLock { $0.contains(Self.lockKey(job)) }
-        guard try await lead(job) else {
+        let leads: Bool
+        do {
+            leads = try await lead(job)
+        } catch {
+            leading.withLock { $0[job] = false }
+            throw error
+        }
+        leading.withLock { $0[job] = leads }
+        guard leads else {
             if wasLeading { logger.notice("background job led elsewhere now", ["job": .string(job)]) }
             return false
         }
         if !wasLeading { logger.notice("leading background job", ["job": .string(job)]) }
         try await round()
         return true
+    }
+
+    /// Prometheus text: `cardvault_background_job_leader{job}`, 1 for each job this daemon led at its last round,
+    /// 0 for those another daemon leads (job names are the daemon's fixed ones).
+    public func metricsText() -> String {
+        let jobs = leading.withLock { $0 }
+        var text = "# HELP cardvault_background_job_leader 1 while this daemon leads the background job (PostgreSQL "
+        text += "advisory lock), 0 while another does.\n# TYPE cardvault_background_job_leader gauge\n"
+        for (job, leads) in jobs.sorted(by: { $0.key < $1.key }) {
+            text += "cardvault_background_job_leader{job=\"" + job + "\"} " + (leads ? "1" : "0") + "\n"
+        }
+        return text
     }
 }

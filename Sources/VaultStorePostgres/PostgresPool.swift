@@ -70,6 +70,8 @@ final class PostgresPool: Sendable {
         name: "cv_probe", sql: "SELECT value FROM cardvault_records WHERE collection = $1 AND id = $2")
 
     let options: PostgresStoreOptions
+    /// Commit latency and outcomes, connections in use, waits, reconnections, in-doubt resolutions.
+    let metrics = PostgresStoreMetrics()
     private let queue = Locked(Queue())
     private let wake = NSCondition()
     private let threads: Int
@@ -96,6 +98,9 @@ final class PostgresPool: Sendable {
     /// Connections up now.
     var connectedCount: Int { queue.withLock { $0.connected } }
 
+    /// Jobs waiting for a connection now.
+    var queuedCount: Int { queue.withLock { $0.jobs.count } }
+
     /// Queues a job and waits for its rows.
     func run(
         _ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read
@@ -111,6 +116,7 @@ final class PostgresPool: Sendable {
                 waiter.resume(throwing: StoreError(.closed, "the store is closed"))
                 return
             }
+            metrics.queued(poolSize: threads)
             wake.lock()
             wake.signal()
             wake.unlock()
@@ -152,6 +158,7 @@ final class PostgresPool: Sendable {
         var connection: PostgresConnection?
         var carried: [Job] = []
         var backoff = 0.05
+        var hadConnection = false
         while !isClosing {
             if connection == nil {
                 do {
@@ -159,6 +166,8 @@ final class PostgresPool: Sendable {
                     try setUp(made)
                     connection = made
                     queue.withLock { $0.connected += 1 }
+                    if hadConnection { metrics.reconnected() }
+                    hadConnection = true
                     backoff = 0.05
                 } catch {
                     let text = (error as? PostgresError)?.message ?? "\(error)"
@@ -177,6 +186,8 @@ final class PostgresPool: Sendable {
             carried = []
             if jobs.isEmpty { jobs = take() }
             if jobs.isEmpty { continue }
+            metrics.working(true)
+            defer { metrics.working(false) }
             do {
                 try work(jobs, on: connection!)
             } catch let broken as BrokenConnection {
@@ -284,8 +295,10 @@ final class PostgresPool: Sendable {
                 let rows = try connection.run(Self.probe.name, [.text(probe.collection), .text(probe.id)])
                 if rows.rows.count == 1, rows.bytes(0, 0) == probe.sealed {
                     options.logger.notice("a commit in flight during a connection loss had applied")
+                    metrics.inDoubtResolved(applied: true)
                     job.waiter.resume(returning: Self.applied)
                 } else {
+                    metrics.inDoubtResolved(applied: false)
                     var again = job
                     again.inDoubt = false
                     pending.append(again)

@@ -162,7 +162,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         self.pool = PostgresPool(options: options, connections: options.poolSize, name: "store") { connection in
             try connection.execute("SET synchronous_commit TO '\(level)'")
         }
-        self.watcher = KeyRingWatcher(keyRing: keyRing, options: options, connection: watcherConnection)
+        self.watcher = KeyRingWatcher(
+            keyRing: keyRing, options: options, connection: watcherConnection, metrics: pool.metrics)
         options.logger.info(
             "record store opened",
             [
@@ -272,6 +273,10 @@ public final class PostgresRecordStore: RecordStore, Sendable {
 
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        try await measuredCommit { try await commitBatch(writes) }
+    }
+
+    private func commitBatch(_ writes: [RecordWrite]) async throws -> [UInt64] {
         for write in writes {
             try RecordName.validate(write.collection, what: "collection")
             try RecordName.validate(write.id, what: "record id")
@@ -427,10 +432,14 @@ final class KeyRingWatcher: Sendable {
     private let done = NSCondition()
     private let finished = Locked(false)
 
-    init(keyRing: DatabaseKeyRing, options: PostgresStoreOptions, connection: PostgresConnection) {
+    init(
+        keyRing: DatabaseKeyRing, options: PostgresStoreOptions, connection: PostgresConnection,
+        metrics: PostgresStoreMetrics? = nil
+    ) {
         let box = ConnectionBox(connection)
         let thread = Thread { [self] in
             var connection: PostgresConnection? = box.take()
+            var lastUsageCheck = Date.distantPast
             while !stopping.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: options.keyRefreshInterval)
                 do {
@@ -443,6 +452,12 @@ final class KeyRingWatcher: Sendable {
                     if let generation = rows.int64(0, 0), generation != keyRing.generation {
                         try keyRing.reload(on: connection!)
                         options.logger.info("data keys reloaded", ["currentVersion": .int(Int(keyRing.currentVersion))])
+                    }
+                    // For /metrics: the data key versions in use, every 5 s (an index probe per version).
+                    if let metrics, Date().timeIntervalSince(lastUsageCheck) >= 5 {
+                        lastUsageCheck = Date()
+                        try metrics.refreshKeyVersionsInUse(
+                            keyRing.dataKeys.filter { !$0.retired }.map(\.version), on: connection!)
                     }
                 } catch let error as PostgresError where error.code == .connection {
                     connection = nil

@@ -30,9 +30,11 @@ enum StoreBackend {
         }
         let leadership: any Leadership
         let close: @Sendable () -> Void
+        var metricsText: @Sendable () -> String = { store.keyMetricsText() + store.storeMetricsText() }
         if leads {
             let advisory = AdvisoryLockLeadership(options: options)
             leadership = advisory
+            metricsText = { store.keyMetricsText() + store.storeMetricsText() + advisory.metricsText() }
             close = {
                 advisory.close()
                 store.close()
@@ -43,7 +45,7 @@ enum StoreBackend {
         }
         return DaemonStore(
             store: store, fingerprintKeys: store.fingerprintKeys, leadership: leadership,
-            keyMetricsText: { store.keyMetricsText() },
+            keyMetricsText: metricsText,
             registerAdminCommands: { PostgresAdminCommands.register(store, in: $0) }, close: close)
     }
 }

@@ -73,6 +73,23 @@ import VaultStore
         #expect(try await fixture.store.scanAll("bearer-tokens").isEmpty)
     }
 
+    @Test func aTokenRevokedThroughAnotherDaemonStopsWorkingHereWithinASecond() async throws {
+        let fixture = PaymentsFixture()
+        _ = try await fixture.services.clients.create(name: "shop")
+        let client = try #require(try await fixture.services.clients.client("shop"))
+        let token = try await fixture.services.bearerTokens.issue(for: client).accessToken.unsafeRevealed
+        // Daemon B (its own cache) on the same store knows the token.
+        let other = BearerTokens(environment: fixture.services.environment)
+        #expect(try await other.clientId(forToken: token) == "shop")
+        // Daemon A rotates the client's key, revoking its tokens; B has the token cached.
+        _ = try await fixture.services.clients.rotateKey(clientId: "shop", tokens: fixture.services.bearerTokens)
+        fixture.clock.advance(by: 1)
+        let revoked = await PaymentsError.from { try await other.clientId(forToken: token) }
+        #expect(revoked?.code == .invalidToken)
+        // The revocation is also gone from B's cache (not only answered once).
+        #expect(other.cachedCount == 0)
+    }
+
     @Test func issuedTokenNeverPrints() async throws {
         let fixture = PaymentsFixture()
         _ = try await fixture.services.clients.create(name: "shop")

@@ -190,6 +190,29 @@ class _PairProcess:
         return None
 
 
+class _PairFile:
+    """Both daemons' files of one kind (their logs, their stdout) read as one, as tests read conftest's Daemon's
+    `log_path`: read_text, read_bytes, stat (the sizes summed) and name."""
+
+    def __init__(self, paths, name):
+        self.paths = paths
+        self.name = name
+
+    def read_bytes(self):
+        return b"".join(path.read_bytes() for path in self.paths)
+
+    def read_text(self, errors=None):
+        return "".join(path.read_text(errors=errors) for path in self.paths)
+
+    def stat(self):
+        class Stat:
+            st_size = sum(path.stat().st_size for path in self.paths)
+        return Stat()
+
+    def __str__(self):
+        return self.name
+
+
 class DaemonPair:
     """Two daemons on one PostgreSQL database behind a round-robin proxy; quacks like conftest's Daemon
     (base_url, client_id, api_key, log_path, stdout_path, data_dir, stop)."""
@@ -220,8 +243,9 @@ class DaemonPair:
         self.daemons = [self.a, self.b]
         self.client_id, self.api_key = self.a.client_id, self.a.api_key
         self.proxy = RoundRobinProxy([self.a.port, self.b.port], port=self.proxy_port)
-        self.log_path = self.a.log_path
-        self.stdout_path = self.a.stdout_path
+        # Tests read "the daemon's" log: here both daemons' lines (a request may have gone to either).
+        self.log_path = _PairFile([self.a.log_path, self.b.log_path], "daemon.log (both daemons)")
+        self.stdout_path = _PairFile([self.a.stdout_path, self.b.stdout_path], "daemon.out (both daemons)")
         self.data_dir = self.a.data_dir
         self.process = _PairProcess(self.daemons)
 

@@ -1,5 +1,6 @@
 """Runs last (file name order): no card number or security code of the tests may appear in the data
-directory or the daemon's logs, in ASCII, UTF-16 or BCD."""
+directory or the daemon's logs, in ASCII, UTF-16 or BCD (with CARDVAULT_TEST_BACKEND=postgres-pair: both daemons'
+logs, and the database's files, WAL and pg_dump output)."""
 import pathlib
 
 from test_card_lifecycle import REGISTERED as LIFECYCLE_NUMBERS
@@ -35,3 +36,7 @@ def test_no_pan_or_cvx_in_data_directory_or_logs(daemon):
             for encoded in encodings(secret):
                 assert encoded not in content, "%s found in %s" % (secret[:6] + "...", path.name)
     assert daemon.log_path.stat().st_size > 0  # the daemon did log the requests
+    if getattr(daemon, "cluster", None) is not None:
+        # Two daemons on one PostgreSQL database: its table files, WAL and pg_dump output hold none of them either.
+        from test_postgres_pair import _scan_cluster
+        _scan_cluster(daemon.cluster, [secret for secret in secrets if secret.isdigit()])
