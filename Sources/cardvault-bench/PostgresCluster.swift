@@ -134,7 +134,8 @@ struct PgbenchLoad {
             let range = line.range(of: Self.tpsPattern),
             let tps = Double(line[range.upperBound...].prefix { $0.isNumber || $0 == "." })
         else {
-            let tail = (outcome.stdout.split(separator: "\n").suffix(2) + outcome.stderr.split(separator: "\n").suffix(2))
+            let tail =
+                (outcome.stdout.split(separator: "\n").suffix(2) + outcome.stderr.split(separator: "\n").suffix(2))
             throw BenchFailure("pgbench printed no tps line: " + tail.joined(separator: " / ").suffix(400))
         }
         let failed =

@@ -158,7 +158,8 @@ import VaultStorePostgres
             _ = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
             Issue.record("a version 1 schema was accepted")
         } catch let error as PostgresError {
-            #expect(error.code == .schema && error.message.contains("version 1") && error.message.contains("db migrate"))
+            #expect(
+                error.code == .schema && error.message.contains("version 1") && error.message.contains("db migrate"))
         }
         let upgrade = try PostgresRecordStore.migrate(uri: url)
         #expect(upgrade.from == 1 && upgrade.to == 2)
@@ -188,7 +189,9 @@ import VaultStorePostgres
                     ]
                     if index % 2 == 0 {
                         writes.append(
-                            .put(collection: "regs", id: "r\(index % 16 / 2)", value: [UInt8(index)], condition: .version(1)))
+                            .put(
+                                collection: "regs", id: "r\(index % 16 / 2)", value: [UInt8(index)],
+                                condition: .version(1)))
                     }
                     do {
                         _ = try await store.commit(writes)
@@ -211,7 +214,8 @@ import VaultStorePostgres
             let record = try await store.get("regs", id: "r\(registration)")
             #expect(record?.version == 2 && record?.value == winners.first.map { [UInt8($0)] })
             for loser in racers where outcomes[loser] == false {
-                #expect(try await store.get("cards", id: "c\(loser)") == nil, "the losing batch \(loser) applied nothing")
+                #expect(
+                    try await store.get("cards", id: "c\(loser)") == nil, "the losing batch \(loser) applied nothing")
             }
         }
     }
