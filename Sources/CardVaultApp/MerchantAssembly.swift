@@ -32,18 +32,21 @@ public enum MerchantAssembly {
             try configuration.riskFile.map { (file) throws(ConfigurationError) in
                 try JSONOverDefaults.load(file, over: RiskPolicy(), field: "riskFile")
             } ?? RiskPolicy()
+        var payments = PaymentsConfiguration(
+            publicBaseURL: configuration.publicURL,
+            accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
+            tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
+            pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
+            acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,
+            tokenFailuresPerMinutePerAddress: configuration.tokenFailuresPerMinutePerAddress,
+            rateLimitTrackedAddresses: configuration.rateLimitTrackedAddresses)
+        // Daemons sharing a database each see only their own commits: their risk counters read the history again
+        // after a second.
+        payments.riskCountersRefreshSeconds = configuration.databaseURL == nil ? nil : 1
         return MerchantServices(
             environment: PaymentsEnvironment(
                 store: store, clock: clock, random: RandomPool.shared, fingerprintKeys: fingerprintKeys,
-                configuration: PaymentsConfiguration(
-                    publicBaseURL: configuration.publicURL,
-                    accessKeyLifetime: TimeInterval(configuration.lifetimes.accessKeySeconds),
-                    tokenizationsPerMinutePerAddress: configuration.tokenizationsPerMinutePerAddress,
-                    pageViewsPerMinutePerAddress: configuration.pageViewsPerMinutePerAddress,
-                    acsRequestsPerMinutePerAddress: configuration.acsRequestsPerMinutePerAddress,
-                    tokenFailuresPerMinutePerAddress: configuration.tokenFailuresPerMinutePerAddress,
-                    rateLimitTrackedAddresses: configuration.rateLimitTrackedAddresses),
-                logger: logger),
+                configuration: payments, logger: logger),
             sandbox: sandbox, riskPolicy: risk)
     }
 

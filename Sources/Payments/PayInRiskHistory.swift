@@ -103,7 +103,7 @@ struct PayInRiskHistory: Sendable {
             let key = Self.counterKey(collection, prefix)
             do {
                 return try await counters.summary(
-                    key, since: since,
+                    key, since: since, now: now,
                     seed: {
                         let records = try await store.scan(
                             collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
@@ -141,7 +141,7 @@ struct PayInRiskHistory: Sendable {
         do {
             // Counted, not listed: the rules need how many there are and the largest amount.
             let (count, largest) = try await counters.summary(
-                successKey, since: nil,
+                successKey, since: nil, now: now,
                 seed: {
                     try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
                         .compactMap { Self.event(from: $0, prefix: successPrefix) }

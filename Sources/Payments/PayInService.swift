@@ -42,7 +42,7 @@ public struct PayInService: Sendable {
     public let sandbox: SandboxBehaviour
     public let riskEngine: RiskEngine
     /// The risk history's counters (one set per service: every pay-in of the daemon goes through it).
-    let riskCounters = RiskCounters()
+    let riskCounters: RiskCounters
     /// Turns on wallets, for the credits of concurrent pay-ins.
     let walletTurns = HotRecordQueue<Wallet>()
 
@@ -68,6 +68,7 @@ public struct PayInService: Sendable {
         self.securityCodes = securityCodes
         self.sandbox = sandbox
         self.riskEngine = riskEngine
+        self.riskCounters = RiskCounters(refreshAfter: environment.configuration.riskCountersRefreshSeconds)
     }
 
     var history: PayInRiskHistory {

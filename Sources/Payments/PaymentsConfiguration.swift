@@ -46,6 +46,10 @@ public struct PaymentsConfiguration: Sendable {
     public var eventRetention: TimeInterval = 400 * 86_400
     /// Most bearer tokens the memory cache in front of the store holds.
     public var bearerTokenCacheCapacity: Int
+    /// With several daemons on one store (PostgreSQL): seconds after which a risk counter is read again from the
+    /// history, so that pay-ins made through the other daemons count toward the velocity rules. Nil for a store
+    /// one daemon owns (its commits keep the counters exact).
+    public var riskCountersRefreshSeconds: Int64? = nil
 
     public init(
         publicBaseURL: String = "http://127.0.0.1:8080",

@@ -11,6 +11,11 @@ import VaultStore
 /// are held and merged when the scan is in. Events older than the window are dropped as they are met; at most
 /// ``PayInRiskHistory/countLimit`` are kept per key (the rules see no difference above that). At most
 /// `maximumKeys` keys are held; when full, the least recently used half is forgotten (and seeded again when met).
+///
+/// With several daemons on one store (PostgreSQL), a commit made through another daemon never reaches this one's
+/// counters: `refreshAfter` (seconds) then makes a counter older than that be seeded again from the history, so
+/// that a shopper spread over the daemons is counted whole, at most that many seconds late. A store one daemon owns
+/// needs no refresh (nil).
 package final class RiskCounters: Sendable {
     /// One attempt, failure or success of a transaction.
     package struct Event: Sendable, Equatable {
@@ -66,7 +71,12 @@ package final class RiskCounters: Sendable {
     /// the state's lock held.
     final class Box: @unchecked Sendable {
         var counter: Counter
-        init(_ counter: Counter) { self.counter = counter }
+        /// When the history was scanned for this counter (the caller's clock, seconds).
+        let seededAt: Int64
+        init(_ counter: Counter, seededAt: Int64) {
+            self.counter = counter
+            self.seededAt = seededAt
+        }
     }
 
     enum Slot: Sendable {
@@ -82,30 +92,40 @@ package final class RiskCounters: Sendable {
 
     package let limit: Int
     package let maximumKeys: Int
+    /// Seconds after which a counter is seeded again from the history (nil: never; see the type's overview).
+    package let refreshAfter: Int64?
     private let state = Locked(State())
     /// Most events counted per key; more than this all look alike to the rules.
     package static let defaultLimit = 1000
 
-    package init(limit: Int = RiskCounters.defaultLimit, maximumKeys: Int = 200_000) {
+    package init(limit: Int = RiskCounters.defaultLimit, maximumKeys: Int = 200_000, refreshAfter: Int64? = nil) {
         self.limit = limit
         self.maximumKeys = maximumKeys
+        self.refreshAfter = refreshAfter
     }
 
     /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan)
-    /// when it is not held yet.
-    package func events(_ key: String, since: Int64?, seed: () async throws -> [Event]) async throws -> [Event] {
-        try await summary(key, since: since, seed: seed) { $0 }
+    /// when it is not held yet, or is older than `refreshAfter` at `now`.
+    package func events(
+        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event]
+    ) async throws -> [Event] {
+        try await summary(key, since: since, now: now, seed: seed) { $0 }
     }
 
     /// What `summarize` makes of the events of `key` (within `since…` when given), run with the lock held so that
     /// the events are read where they are (no copy for a count); seeds the counter with `seed` (the history scan)
-    /// when it is not held yet.
+    /// when it is not held yet, or is older than `refreshAfter` at `now`.
     package func summary<Summary: Sendable>(
-        _ key: String, since: Int64?, seed: () async throws -> [Event], _ summarize: ([Event]) -> Summary
+        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event],
+        _ summarize: ([Event]) -> Summary
     ) async throws -> Summary {
         let held: Summary? = state.withLock { state in
             state.clock += 1
             switch state.slots[key] {
+            case .ready(let box) where isStale(box, now: now):
+                // Seeded again: the scan reads what every daemon committed (this one's events are in it too).
+                state.slots[key] = .seeding([])
+                return nil
             case .ready(let box):
                 if let since { box.counter.prune(before: since) }
                 box.counter.trim(keeping: limit)
@@ -137,9 +157,14 @@ package final class RiskCounters: Sendable {
             if let since { counter.prune(before: since) }
             state.clock += 1
             counter.lastUse = state.clock
-            state.slots[key] = .ready(Box(counter))
+            state.slots[key] = .ready(Box(counter, seededAt: now))
             return summarize(counter.events)
         }
+    }
+
+    private func isStale(_ box: Box, now: Int64) -> Bool {
+        guard let refreshAfter else { return false }
+        return now - box.seededAt >= refreshAfter || now < box.seededAt
     }
 
     /// Forgets a key whose seeding failed, so that the next caller seeds it again.

@@ -52,6 +52,30 @@ import Testing
         #expect(try await counters.events("bad", since: nil) { [Self.event(1, "x")] }.count == 1)
     }
 
+    @Test func onASharedStoreACounterIsSeededAgainOnceOlderThanTheRefresh() async throws {
+        var history = [Self.event(100, "a")]
+        var scans = 0
+        func read(_ counters: RiskCounters, at now: Int64) async throws -> [String] {
+            try await counters.events("k", since: nil, now: now) {
+                scans += 1
+                return history
+            }.map(\.transactionId)
+        }
+        let shared = RiskCounters(refreshAfter: 1)
+        #expect(try await read(shared, at: 100) == ["a"])
+        history.append(Self.event(100, "b"))  // committed through another daemon: this one's commits never saw it
+        #expect(try await read(shared, at: 100) == ["a"])  // within the second: the counter as held
+        #expect(try await read(shared, at: 101) == ["a", "b"])
+        #expect(scans == 2)
+        // A clock that went back also reads again; a store one daemon owns never does.
+        #expect(try await read(shared, at: 50) == ["a", "b"] && scans == 3)
+        let owned = RiskCounters()
+        scans = 0
+        #expect(try await read(owned, at: 100) == ["a", "b"])
+        history.append(Self.event(100, "c"))
+        #expect(try await read(owned, at: 10_000) == ["a", "b"] && scans == 1)
+    }
+
     @Test func historyIdsParseBackToTheirEvents() {
         let keys = PayInRiskHistory.Keys(fingerprint: "fp", userId: "user_1", ipAddress: "10.0.0.1", deviceId: "d-1")
         let writes =
