@@ -52,7 +52,7 @@ test: deps-test release
 #   test_schemathesis: a daemon of its own, the HTTP contract (the first pass covers it);
 #   test_postgres_pair, test_postgres_pair_jobs: they start their own pairs (in the first pass).
 # test_checkout_browser runs before the other browser files (name order, as in the first pass): its attacker pays
-# with the documented card 4970107111111119 from headless Chromium, and after test_payins_e2e, test_web_payin and
+# with a documented sandbox card from headless Chromium, and after test_payins_e2e, test_web_payin and
 # test_pages_browser the shared risk history blocks that card validation (score 140), on the pair as on one daemon.
 # This pass: 135 tests, 2 min 8 s on the 2-core machine (5 min 23 s at load ~11).
 PAIR_SDK_TESTS := Tests/sdk/test_business_metrics.py Tests/sdk/test_card_lifecycle.py \
