@@ -164,7 +164,14 @@ class Merchant:
 
     def payin(self):
         """A frictionless direct pay-in of 10.00 EUR on a new user, wallet and card; returns its id."""
-        from mangopay.utils import Address, Billing, BrowserInfo, Money
+        user, wallet, card_id = self.shopper(FRICTIONLESS)
+        payin = self.direct_payin(user, wallet, card_id, 1000, "10.%d.%d.%d" % (
+            random.randrange(256), random.randrange(256), random.randrange(1, 255)))
+        assert payin.status == "SUCCEEDED", payin.result_message
+        return payin.id
+
+    def shopper(self, number):
+        """A new user, their EUR wallet and the id of `number` registered as their card."""
         sdk, handler = self.sdk, self.handler
         user = sdk.NaturalUser(
             first_name="Pay", last_name="Er", email="payer@example.com", birthday=188352000, nationality="FR",
@@ -177,24 +184,28 @@ class Merchant:
         response = requests.post(
             registration.card_registration_url,
             data={"data": registration.preregistration_data, "accessKeyRef": registration.access_key,
-                  "cardNumber": FRICTIONLESS, "cardExpirationDate": "1229", "cardCvx": "123"})
+                  "cardNumber": number, "cardExpirationDate": "1229", "cardCvx": "123"})
         registration.registration_data = response.text
         registration.save()
+        return user, wallet, registration.card_id
+
+    def direct_payin(self, user, wallet, card_id, amount, ip_address):
+        """A direct pay-in of `amount` EUR cents from `card_id` into `wallet`, from `ip_address` (saved, answered)."""
+        from mangopay.utils import Address, Billing, BrowserInfo, Money
+        sdk = self.sdk
         payin = sdk.DirectPayIn(
-            author=user, credited_wallet=wallet, card=sdk.Card(id=registration.card_id),
-            debited_funds=Money(amount=1000, currency="EUR"), fees=Money(amount=0, currency="EUR"),
-            secure_mode="DEFAULT", secure_mode_return_url="https://shop.example/return",
-            ip_address="10.%d.%d.%d" % (random.randrange(256), random.randrange(256), random.randrange(1, 255)),
+            author=user, credited_wallet=wallet, card=sdk.Card(id=card_id),
+            debited_funds=Money(amount=amount, currency="EUR"), fees=Money(amount=0, currency="EUR"),
+            secure_mode="DEFAULT", secure_mode_return_url="https://shop.example/return", ip_address=ip_address,
             browser_info=BrowserInfo(
                 accept_header="text/html", java_enabled=False, javascript_enabled=True, language="fr-FR",
                 color_depth=24, screen_height=900, screen_width=1440, timezone_offset="+60",
                 user_agent="Mozilla/5.0 (test)"),
             billing=Billing(first_name="Pay", last_name="Er", address=Address(
                 address_line_1="1 rue de la Paix", city="Paris", postal_code="75002", country="FR")),
-            handler=handler)
+            handler=self.handler)
         payin.save()
-        assert payin.status == "SUCCEEDED", payin.result_message
-        return payin.id
+        return payin
 
 
 @pytest.fixture(scope="module")

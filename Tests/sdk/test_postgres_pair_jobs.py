@@ -196,39 +196,12 @@ def test_one_cards_pay_ins_through_both_daemons_count_toward_its_velocity(mercha
     """Each daemon keeps its own risk counters; on a shared database it reads the history again once a counter is a
     second old, so a card paying through the two daemons in turn meets the per-card velocity rule (more than 5
     earlier pay-ins in the window) as it would on one daemon. Without that, each daemon would see about half."""
-    from mangopay.utils import Address, Billing, BrowserInfo, Money
-    sdk, handler = merchant.sdk, merchant.handler
-    user = sdk.NaturalUser(
-        first_name="Velo", last_name="City", email="velocity@example.com", birthday=188352000, nationality="FR",
-        country_of_residence="FR", terms_and_conditions_accepted=True, user_category="PAYER", handler=handler)
-    user.save()
-    wallet = sdk.Wallet(owners=[user], description="Shop", currency="EUR", handler=handler)
-    wallet.save()
-    registration = sdk.CardRegistration(user=user, currency="EUR", handler=handler)
-    registration.save()
-    response = requests.post(
-        registration.card_registration_url,
-        data={"data": registration.preregistration_data, "accessKeyRef": registration.access_key,
-              "cardNumber": sandbox_cards.fresh(FRICTIONLESS), "cardExpirationDate": "1229", "cardCvx": "123"})
-    registration.registration_data = response.text
-    registration.save()
+    user, wallet, card_id = merchant.shopper(sandbox_cards.fresh(FRICTIONLESS))
     rule = ("cardvault_risk_rule_hits_total", 'rule="velocity.card"')
     before = sum(scrape(d)[0].get(rule, 0) for d in pair.daemons)
     for index in range(8):  # one request each: the proxy sends them to the daemons in turn
         time.sleep(1.1)
-        payin = sdk.DirectPayIn(
-            author=user, credited_wallet=wallet, card=sdk.Card(id=registration.card_id),
-            debited_funds=Money(amount=100, currency="EUR"), fees=Money(amount=0, currency="EUR"),
-            secure_mode="DEFAULT", secure_mode_return_url="https://shop.example/return",
-            ip_address="10.77.%d.%d" % (index, 10 + index),
-            browser_info=BrowserInfo(
-                accept_header="text/html", java_enabled=False, javascript_enabled=True, language="fr-FR",
-                color_depth=24, screen_height=900, screen_width=1440, timezone_offset="+60",
-                user_agent="Mozilla/5.0 (velocity)"),
-            billing=Billing(first_name="Velo", last_name="City", address=Address(
-                address_line_1="1 rue de la Paix", city="Paris", postal_code="75002", country="FR")),
-            handler=handler)
-        payin.save()
+        payin = merchant.direct_payin(user, wallet, card_id, 100, "10.77.%d.%d" % (index, 10 + index))
         assert payin.status in ("SUCCEEDED", "CREATED", "FAILED"), payin.status
     after = sum(scrape(d)[0].get(rule, 0) for d in pair.daemons)
     assert after - before >= 1, "no daemon counted the card's pay-ins made through the other one"
