@@ -40,38 +40,45 @@ public enum MangopayJSON: Sendable, Equatable {
     // MARK: Rendering
 
     /// The compact JSON text.
-    public var text: String {
-        var out = ""
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The compact JSON text as UTF-8 bytes, rendered straight into a byte buffer (no `String` appends).
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(1024)
         render(into: &out)
         return out
     }
 
-    /// The compact JSON text as UTF-8 bytes.
-    public var bytes: [UInt8] { Array(text.utf8) }
-
-    func render(into out: inout String) {
+    func render(into out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .int(let value): out += String(value)
-        case .double(let value): out += value.isFinite ? String(value) : "null"
+        case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
+        case .bool(let value):
+            if value { out.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else {
+                out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
+            }
+        case .int(let value): JSONText.appendInteger(value, to: &out)
+        case .double(let value):
+            if value.isFinite { out.append(contentsOf: String(value).utf8) } else {
+                out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+            }
         case .string(let value): JSONText.appendString(value, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 item.render(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, (key, value)) in members.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONText.appendString(key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 value.render(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 

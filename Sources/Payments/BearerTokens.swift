@@ -43,8 +43,16 @@ public final class BearerTokens: Sendable {
         self.environment = environment
     }
 
+    /// The token's digest in hex, MACed from the string's own UTF-8 (no copy of the token) into a stack buffer.
     private static func digest(_ token: String) -> String {
-        Identifier.hex(HMACSHA256.authenticationCode(for: Array(token.utf8), using: digestKey))
+        var token = token
+        var mac: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &mac) { out in
+            let count = token.withUTF8 {
+                HMACSHA256.authenticationCode(for: UnsafeRawBufferPointer($0), using: digestKey, into: out)
+            }
+            return Identifier.hex(UnsafeRawBufferPointer(rebasing: out[0..<count]))
+        }
     }
 
     /// Issues a token for `client`.

@@ -1,3 +1,4 @@
+import Foundation
 import VaultCrypto
 
 /// The state of a card registration.
@@ -118,14 +119,21 @@ public struct CardRegistration: Sendable, Equatable, Codable {
         accessKey: String, preregistrationData: String, now: Int64, configuration: PaymentsConfiguration
     ) -> Gate {
         if isLocked(configuration) { return .refuse(.locked, countsAsFailure: false) }
-        let keyMatches = ConstantTime.equals(Array(accessKey.utf8), Array(self.accessKey.utf8))
-        let dataMatches = ConstantTime.equals(Array(preregistrationData.utf8), Array(self.preregistrationData.utf8))
+        let keyMatches = Self.equalSecrets(accessKey, self.accessKey)
+        let dataMatches = Self.equalSecrets(preregistrationData, self.preregistrationData)
         guard keyMatches, dataMatches else { return .refuse(.accessDenied, countsAsFailure: true) }
         guard status == .created, pending == nil else { return .refuse(.accessDenied, countsAsFailure: false) }
         if Double(now - creationDate) > configuration.accessKeyLifetime {
             return .refuse(.delayExceeded, countsAsFailure: false)
         }
         return .proceed
+    }
+
+    /// Whether two secrets hold the same bytes, compared in constant time in the strings' own UTF-8 (no copies).
+    static func equalSecrets(_ lhs: String, _ rhs: String) -> Bool {
+        var lhs = lhs
+        var rhs = rhs
+        return lhs.withUTF8 { left in rhs.withUTF8 { ConstantTime.equals(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer($0)) } }
     }
 
     /// What completing the registration with some `RegistrationData` does.
@@ -154,7 +162,7 @@ public struct CardRegistration: Sendable, Equatable, Codable {
         }
         guard registrationData.hasPrefix("data=") else { return .fail(.invalidRegistrationData) }
         let token = registrationData.dropFirst("data=".count)
-        guard let pending, ConstantTime.equals(CardRegistration.digest(token: String(token)), pending.tokenDigest)
+        guard let pending, ConstantTime.equals(CardRegistration.digest(token: token), pending.tokenDigest)
         else {
             return isPastAccessKeyExpiry(now: now, configuration)
                 ? .fail(.tokenInputError) : .fail(.invalidRegistrationData)
@@ -166,8 +174,9 @@ public struct CardRegistration: Sendable, Equatable, Codable {
     }
 
     /// The digest kept for a `data=` token (the token itself is never stored).
-    static func digest(token: String) -> [UInt8] {
-        HMACSHA256.authenticationCode(for: Array(token.utf8), using: digestKey)
+    static func digest(token: Substring) -> [UInt8] {
+        var token = token
+        return token.withUTF8 { HMACSHA256.authenticationCode(for: UnsafeRawBufferPointer($0), using: digestKey) }
     }
 
     private static let digestKey = SymmetricKey(copying: Array("cardvault registration data digest v1".utf8))

@@ -201,10 +201,21 @@ public struct CardRegistrationService: Sendable {
         guard let key = try? environment.fingerprintKeys.fingerprintKey(forClient: clientId) else {
             return .failure(.accessDenied)
         }
-        let mac = pan.withASCIIDigits { HMACSHA256.authenticationCode(for: Array($0), using: key) }
         let provider = MangopayCardProvider(brand: pan.brand)?.rawValue ?? pan.brand.rawValue.uppercased()
         return .success(
-            ValidatedCard(pan: pan, expiry: expiry, provider: provider, fingerprint: Identifier.hex(mac.prefix(16))))
+            ValidatedCard(pan: pan, expiry: expiry, provider: provider, fingerprint: Self.fingerprint(pan, key: key)))
+    }
+
+    /// The card's fingerprint: the first 16 bytes of HMAC-SHA256(client's fingerprint key, the ASCII digits), in
+    /// hex. The digits are MACed in the PAN's own stack buffer (wiped after) and the MAC lands on the stack: no
+    /// heap copy of the number.
+    static func fingerprint(_ pan: PAN, key: SymmetricKey) -> String {
+        var mac: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &mac) { out in
+            defer { out.initializeMemory(as: UInt8.self, repeating: 0) }
+            _ = pan.withASCIIDigits { HMACSHA256.authenticationCode(for: UnsafeRawBufferPointer($0), using: key, into: out) }
+            return Identifier.hex(UnsafeRawBufferPointer(rebasing: out[0..<16]))
+        }
     }
 
     private func accept(
@@ -222,7 +233,7 @@ public struct CardRegistrationService: Sendable {
             creationDate: now)
         var updated = registration
         updated.pending = PendingCard(
-            cardId: cardId, tokenDigest: CardRegistration.digest(token: token), brand: card.pan.brand.rawValue,
+            cardId: cardId, tokenDigest: CardRegistration.digest(token: token[...]), brand: card.pan.brand.rawValue,
             cardProvider: card.provider, alias: card.pan.alias, expirationDate: card.expiry.mmyy,
             fingerprint: card.fingerprint,
             country: environment.configuration.countryTable.country(forBIN: card.pan.bin).flatMap(CountryCode.alpha3),

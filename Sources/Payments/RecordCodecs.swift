@@ -4,7 +4,9 @@ public import VaultStore
 
 // The binary codecs of the stored record types (see ``BinaryRecordFormat``). Tags are fixed forever: a field
 // that goes away leaves its tag unused; a new field takes a new tag and is optional (or has a default) so that
-// records written before it still decode. Types without a codec here are stored as JSON.
+// records written before it still decode. Types without a codec here are stored as JSON. The tokenization path's
+// records (card registration, pending card, profiling attempt, card) have hand-written codecs in
+// CardRecordCodecs.swift.
 
 /// Kind bytes of the binary record header, one per record type; never reused.
 enum RecordKind {
@@ -37,65 +39,6 @@ where T.RawValue == String {
 extension ResultCode: BinarySchema {
     public static let binaryFields: [BinaryField<Self>] = [.string(1, \.code), .string(2, \.message)]
     public static var binaryBlank: Self { ResultCode(code: "", message: "") }
-}
-
-extension PendingCard: BinarySchema {
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.cardId), .bytes(2, \.tokenDigest), .string(3, \.brand), .string(4, \.cardProvider),
-        .string(5, \.alias), .string(6, \.expirationDate), .string(7, \.fingerprint), .string(8, \.country),
-        .string(9, \.profilingReference), .int(10, \.tokenizedAt),
-    ]
-    public static var binaryBlank: Self {
-        PendingCard(
-            cardId: "", tokenDigest: [], brand: "", cardProvider: "", alias: "", expirationDate: "", fingerprint: "",
-            country: nil, profilingReference: "", tokenizedAt: 0)
-    }
-}
-
-extension CardRegistration: BinaryRecord, BinarySchema {
-    public static var recordKind: UInt8 { RecordKind.cardRegistration }
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.id), .string(2, \.clientId), .string(3, \.userId), .string(4, \.currency), .string(5, \.cardType),
-        .string(6, \.tag), .int(7, \.creationDate), .string(8, \.accessKey), .string(9, \.preregistrationData),
-        .string(10, \.registrationData), .string(11, \.cardId), .record(12, \.result), .raw(13, \.status),
-        .string(14, \.cardHolderName), .int(15, \.failedAttempts, required: false), .record(16, \.pending),
-    ]
-    public static var binaryBlank: Self {
-        CardRegistration(
-            id: "", clientId: "", userId: "", currency: "", cardType: "", tag: nil, creationDate: 0, accessKey: "",
-            preregistrationData: "", registrationData: nil, cardId: nil, result: nil, status: .created,
-            cardHolderName: nil, failedAttempts: 0, pending: nil)
-    }
-}
-
-extension ProfilingAttempt: BinaryRecord, BinarySchema {
-    public static var recordKind: UInt8 { RecordKind.profilingAttempt }
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.reference), .string(2, \.clientId), .string(3, \.cardRegistrationId), .string(4, \.cardId),
-        .string(5, \.ipAddress), .string(6, \.userAgent), .string(7, \.acceptLanguage), .map(8, \.device),
-        .int(9, \.creationDate),
-    ]
-    public static var binaryBlank: Self {
-        ProfilingAttempt(
-            reference: "", clientId: "", cardRegistrationId: "", cardId: "", ipAddress: nil, userAgent: nil,
-            acceptLanguage: nil, device: [:], creationDate: 0)
-    }
-}
-
-extension Card: BinaryRecord, BinarySchema {
-    public static var recordKind: UInt8 { RecordKind.card }
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.id), .string(2, \.clientId), .string(3, \.userId), .string(4, \.currency), .string(5, \.cardType),
-        .string(6, \.cardProvider), .string(7, \.brand), .string(8, \.alias), .string(9, \.expirationDate),
-        .string(10, \.country), .bool(11, \.active), .raw(12, \.validity), .string(13, \.fingerprint),
-        .string(14, \.cardHolderName), .string(15, \.tag), .int(16, \.creationDate), .string(17, \.cardRegistrationId),
-    ]
-    public static var binaryBlank: Self {
-        Card(
-            id: "", clientId: "", userId: "", currency: "", cardType: "", cardProvider: "", brand: "", alias: "",
-            expirationDate: "", country: nil, active: false, validity: .unknown, fingerprint: "", cardHolderName: nil,
-            tag: nil, creationDate: 0, cardRegistrationId: "")
-    }
 }
 
 extension Wallet: BinaryRecord, BinarySchema {

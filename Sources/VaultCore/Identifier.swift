@@ -17,16 +17,27 @@ public enum Identifier {
     }
 
     /// A random secret of `count` characters from A–Z, a–z and 0–9 (about 5.95 bits each), drawn without bias.
+    /// The characters are written straight into the string, and the random bytes are drawn into a stack buffer (a
+    /// heap one past 256) that is wiped after: no copy of the secret is left behind.
     public static func secret(count: Int, random: any RandomSource) -> String {
-        var result = [UInt8]()
-        result.reserveCapacity(count)
-        while result.count < count {
-            let bytes = random.bytes(count: count)
-            for byte in bytes where byte < 248 && result.count < count {  // 248 = 4 × 62: no modulo bias
-                result.append(alphanumerics[Int(byte % 62)])
+        guard count > 0 else { return "" }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { draw in
+            let raw = UnsafeMutableRawBufferPointer(draw)
+            defer { raw.initializeMemory(as: UInt8.self, repeating: 0) }
+            return String(unsafeUninitializedCapacity: count) { out in
+                alphanumerics.withUnsafeBufferPointer { characters in
+                    var written = 0
+                    while written < count {
+                        random.fill(raw)
+                        for byte in raw where byte < 248 && written < count {  // 248 = 4 × 62: no modulo bias
+                            out[written] = characters[Int(byte % 62)]
+                            written += 1
+                        }
+                    }
+                }
+                return count
             }
         }
-        return String(decoding: result, as: UTF8.self)
     }
 
     /// True when `id` may name a resource: 1–100 characters of A–Z, a–z, 0–9, `_` and `-`.
@@ -69,13 +80,21 @@ public enum Identifier {
     }
 
     /// Lowercase hexadecimal text of `bytes`.
-    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
+    @inlinable
+    package static func hex(_ bytes: some Collection<UInt8>) -> String {
+        let count = bytes.count
+        guard count > 0 else { return "" }
+        return String(unsafeUninitializedCapacity: 2 * count) { out in
+            var index = 0
+            for byte in bytes {
+                out[index] = hexDigit(byte >> 4)
+                out[index + 1] = hexDigit(byte & 15)
+                index += 2
+            }
+            return index
         }
-        return String(decoding: out, as: UTF8.self)
     }
+
+    @inlinable
+    package static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x57 + value }
 }

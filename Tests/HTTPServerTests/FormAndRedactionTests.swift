@@ -21,6 +21,25 @@ import VaultCore
         #expect(form["name"] == "René")
     }
 
+    @Test func splitsAtTheFirstEqualsSignAndSkipsEmptyPairsInAnyCollection() throws {
+        let text = "&&a=b=c&&=&x=%3D&"
+        let expected = [("a", "b=c"), ("", ""), ("x", "=")]
+        for form in [
+            try URLEncodedForm.parse(text), try URLEncodedForm.parse(Array(text.utf8)),
+            try URLEncodedForm.parse(Array(text.utf8)[...]),
+            // No contiguous storage: the bytes are copied first.
+            try URLEncodedForm.parse(Array(text.utf8.reversed()).reversed()),
+        ] {
+            #expect(form.pairs.map(\.name) == expected.map(\.0))
+            #expect(form.pairs.map(\.value) == expected.map(\.1))
+        }
+        #expect(try URLEncodedForm.parse("").isEmpty)
+        #expect(try URLEncodedForm.parse("é=%C3%A9+x")["é"] == "é x")
+        // A raw byte that is not UTF-8 is refused as an escaped one is.
+        #expect(throws: HTTPError.badRequest("")) { try URLEncodedForm.parse([0x61, 0x3D, 0xFF]) }
+        #expect(throws: HTTPError.badRequest("")) { try URLEncodedForm.parse([0xC3, 0x3D, 0x61]) }
+    }
+
     @Test(arguments: ["a=%", "a=%4", "a=%zz", "a=%FF"])
     func malformedFormsAre400(text: String) {
         #expect(throws: HTTPError.badRequest("")) { try URLEncodedForm.parse(text) }

@@ -2,11 +2,16 @@
 """Instructions (callgrind Ir) the daemon spends per tokenization POST and per frictionless pay-in: a stable
 figure on a noisy machine, for before/after comparisons of two builds.
 
-    bench/tools/callgrind_per_request.py .build/release/cardvault [COUNT]
+    bench/tools/callgrind_per_request.py [--flow] .build/release/cardvault [COUNT]
 
 Starts `cardvault serve` under valgrind --tool=callgrind, creates COUNT registrations, zeroes the counters,
 runs COUNT sequential tokenizations (one keep-alive connection) and dumps, then the same for COUNT pay-ins.
+With `--flow`, the registration flow of bench/wrk/flow.lua instead of the pay-ins: COUNT registration
+creations, tokenization POSTs, PUT RegistrationData and GET card, each step measured on its own, and the
+flow's mean per request (the four steps' sum / 4).
 Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -g -o /tmp/cv cardvault). Prints Ir per request for each.
+`TOP=N` prints the N functions with the most instructions (self) of the tokenization dump; `KEEP=PATH` keeps it;
+`KEEP_DIR=DIR` keeps every measured dump as DIR/<step>.cg (tokenize, create, flowtokenize, complete, card, payin).
 """
 import glob
 import os
@@ -36,7 +41,7 @@ def total_ir(path):
     return int(match.group(1))
 
 
-def main(binary, count):
+def main(binary, count, flow=False):
     work = pathlib.Path(tempfile.mkdtemp(prefix="cv-callgrind-"))
     port = free_port()
     base = "http://127.0.0.1:%d" % port
@@ -47,7 +52,10 @@ def main(binary, count):
     env = dict(os.environ, CARDVAULT_LISTEN="127.0.0.1:%d" % port, CARDVAULT_PUBLIC_URL=base,
                CARDVAULT_DATA_DIR=str(work / "data"), CARDVAULT_KEYS_DIR=str(work / "keys"),
                CARDVAULT_LOG_LEVEL="warn", CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS="100000000",
-               CARDVAULT_RISK_FILE=str(risk), CARDVAULT_CRASH_BACKTRACE="off", SWIFT_BACKTRACE="enable=no")
+               CARDVAULT_RISK_FILE=str(risk), CARDVAULT_CRASH_BACKTRACE="off", SWIFT_BACKTRACE="enable=no",
+               # The record sweeper's round (every 60 s) would land in some measurements and not others: under
+               # valgrind a run lasts minutes. Once a day keeps it out.
+               CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS="86400")
     out = open(work / "out", "wb")
     process = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"),
@@ -88,6 +96,8 @@ def main(binary, count):
             subprocess.run(["callgrind_control", "-d", name, pid], check=True, capture_output=True)
             time.sleep(1)
             dumps = sorted(set(glob.glob(str(work / "cg.*"))) - before, key=os.path.getmtime)
+            if os.environ.get("KEEP_DIR"):
+                shutil.copy(dumps[-1], os.path.join(os.environ["KEEP_DIR"], name + ".cg"))
             return total_ir(dumps[-1])
 
         def tokenize():
@@ -106,18 +116,52 @@ def main(binary, count):
                 answer = http.post(api + "/payins/card/direct", headers=auth, json=payin).json()
                 assert answer.get("Status") == "SUCCEEDED", answer
 
+        def create():
+            created.extend(http.post(api + "/cardregistrations", headers=auth, json={
+                "UserId": user, "Currency": "EUR", "CardType": "CB_VISA_MASTERCARD"}).json() for _ in range(count))
+            assert all("AccessKey" in r for r in created), created[-1]
+
+        def tokenize_created():
+            for r in created:
+                answer = http.post(r["CardRegistrationURL"], data=form(r)).text
+                assert answer.startswith("data="), answer
+                answers.append(answer)
+
+        def complete():
+            for r, answer in zip(created, answers):
+                done = http.put(api + "/cardregistrations/" + r["Id"], headers=auth,
+                                json={"RegistrationData": answer}).json()
+                assert done.get("Status") == "VALIDATED", done
+                cards.append(done["CardId"])
+
+        def read_cards():
+            for card_id in cards:
+                assert http.get(api + "/cards/" + card_id, headers=auth).json().get("Id") == card_id
+
+        created, answers, cards = [], [], []
         tokenization = measured("tokenize", tokenize)
+        tokenization_dump = sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1]
         if os.environ.get("KEEP"):
-            shutil.copy(sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1], os.environ["KEEP"])
-        payins = measured("payin", pay)
+            shutil.copy(tokenization_dump, os.environ["KEEP"])
         print("tokenization POST: %d Ir/request (%d requests)" % (tokenization // count, count))
         if os.environ.get("TOP"):
             # The functions with the most instructions (self), from the tokenization dump.
-            dump = sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-2]
-            annotated = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no", dump], capture_output=True, text=True)
+            annotated = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=no",
+                                        tokenization_dump], capture_output=True, text=True)
             lines = [line for line in annotated.stdout.splitlines() if re.match(r"^\s*[\d,]+ \(", line)]
             print("\n".join(lines[:int(os.environ["TOP"])]))
-        print("frictionless pay-in: %d Ir/request (%d requests)" % (payins // count, count))
+        if flow:
+            steps = [("create registration", measured("create", create)),
+                     ("tokenization POST", measured("flowtokenize", tokenize_created)),
+                     ("PUT RegistrationData", measured("complete", complete)),
+                     ("GET card", measured("card", read_cards))]
+            for name, total in steps:
+                print("flow, %s: %d Ir/request (%d requests)" % (name, total // count, count))
+            print("registration flow: %d Ir/request (mean of the four steps)"
+                  % (sum(total for _, total in steps) // (4 * count)))
+        else:
+            payins = measured("payin", pay)
+            print("frictionless pay-in: %d Ir/request (%d requests)" % (payins // count, count))
     finally:
         process.terminate()
         try:
@@ -128,4 +172,5 @@ def main(binary, count):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 200)
+    arguments = [argument for argument in sys.argv[1:] if argument != "--flow"]
+    main(arguments[0], int(arguments[1]) if len(arguments) > 1 else 200, flow="--flow" in sys.argv[1:])
