@@ -54,12 +54,16 @@ public enum MangopayJSON: Sendable, Equatable {
         switch self {
         case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
         case .bool(let value):
-            if value { out.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else {
+            if value {
+                out.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
+            } else {
                 out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
             }
         case .int(let value): JSONText.appendInteger(value, to: &out)
         case .double(let value):
-            if value.isFinite { out.append(contentsOf: String(value).utf8) } else {
+            if value.isFinite {
+                out.append(contentsOf: String(value).utf8)
+            } else {
                 out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
             }
         case .string(let value): JSONText.appendString(value, to: &out)

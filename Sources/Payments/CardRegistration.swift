@@ -133,7 +133,9 @@ public struct CardRegistration: Sendable, Equatable, Codable {
     static func equalSecrets(_ lhs: String, _ rhs: String) -> Bool {
         var lhs = lhs
         var rhs = rhs
-        return lhs.withUTF8 { left in rhs.withUTF8 { ConstantTime.equals(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer($0)) } }
+        return lhs.withUTF8 { left in
+            rhs.withUTF8 { ConstantTime.equals(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// What completing the registration with some `RegistrationData` does.

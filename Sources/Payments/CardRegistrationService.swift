@@ -213,7 +213,9 @@ public struct CardRegistrationService: Sendable {
         var mac: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         return withUnsafeMutableBytes(of: &mac) { out in
             defer { out.initializeMemory(as: UInt8.self, repeating: 0) }
-            _ = pan.withASCIIDigits { HMACSHA256.authenticationCode(for: UnsafeRawBufferPointer($0), using: key, into: out) }
+            _ = pan.withASCIIDigits {
+                HMACSHA256.authenticationCode(for: UnsafeRawBufferPointer($0), using: key, into: out)
+            }
             return Identifier.hex(UnsafeRawBufferPointer(rebasing: out[0..<16]))
         }
     }

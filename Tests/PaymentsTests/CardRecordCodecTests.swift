@@ -51,7 +51,8 @@ import Testing
     @Test func writeTheSchemaBytesAndReadThemBack() throws {
         let registration = StoredRecordFormatTests.sampleRegistration
         #expect(try RecordCoding.encode(registration) == Self.registrationBytes)
-        #expect(try RecordCoding.decode(CardRegistration.self, from: Self.record(Self.registrationBytes)) == registration)
+        #expect(
+            try RecordCoding.decode(CardRegistration.self, from: Self.record(Self.registrationBytes)) == registration)
         #expect(try RecordCoding.encode(Self.attempt) == Self.attemptBytes)
         #expect(try RecordCoding.decode(ProfilingAttempt.self, from: Self.record(Self.attemptBytes)) == Self.attempt)
         #expect(try RecordCoding.encode(Self.card) == Self.cardBytes)
