@@ -290,7 +290,8 @@ public final class HookDeliveryEngine: Sendable {
                 do {
                     try await store.commit(
                         part.map {
-                            .delete(collection: Collections.eventOutbox, id: $0.state.id, condition: .version($0.version))
+                            .delete(
+                                collection: Collections.eventOutbox, id: $0.state.id, condition: .version($0.version))
                         })
                 } catch let error as StoreError where error.code == .conflict {
                     for entry in part { try await remove(entry) }

@@ -369,7 +369,8 @@ extension PayIn: BinaryRecord {
         self.init(
             id: "", clientId: "", machine: PayInStateMachine(purpose: .payIn), authorId: "", creditedUserId: nil,
             creditedWalletId: nil, debitedFunds: Funds(currency: "", amount: 0), fees: Funds(currency: "", amount: 0),
-            cardId: "", cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil),
+            cardId: "",
+            cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil),
             secureMode: .default, secureModeReturnURL: "", secureModeNeeded: false, challengeSecret: nil,
             ipAddress: nil, browserInfo: nil, statementDescriptor: nil, tag: nil, billing: nil, shipping: nil,
             culture: nil, profilingAttemptReference: nil, preferredCardNetwork: nil, paymentCategory: nil,

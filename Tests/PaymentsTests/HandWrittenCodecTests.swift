@@ -79,7 +79,8 @@ private struct OldPayIn: BinarySchema {
     static let minimalPayIn = PayIn(
         id: "", clientId: "", machine: PayInStateMachine(purpose: .payIn), authorId: "", creditedUserId: nil,
         creditedWalletId: nil, debitedFunds: Funds(currency: "", amount: 0), fees: Funds(currency: "", amount: 0),
-        cardId: "", cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil),
+        cardId: "",
+        cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil),
         secureMode: .default, secureModeReturnURL: "", secureModeNeeded: false, challengeSecret: nil, ipAddress: nil,
         browserInfo: nil, statementDescriptor: nil, tag: nil, billing: nil, shipping: nil, culture: nil,
         profilingAttemptReference: nil, preferredCardNetwork: nil, paymentCategory: nil,
@@ -183,6 +184,7 @@ private struct OldPayIn: BinarySchema {
         var writer = BinaryRecordWriter()
         writer.unsigned(99, 1)
         writer.string(1000, "newer")
-        #expect(try Self.decoded(PayIn.self, writer.bytes + Self.bytes(Self.fullPayIn) + writer.bytes) == Self.fullPayIn)
+        let extended = writer.bytes + Self.bytes(Self.fullPayIn) + writer.bytes
+        #expect(try Self.decoded(PayIn.self, extended) == Self.fullPayIn)
     }
 }
