@@ -140,24 +140,24 @@ public final class HookDeliveryEngine: Sendable {
                 }
             }
             let inputs = RoundInputs(hooks: hooksByType, secrets: secrets, now: now)
-            let outcomes = await withTaskGroup(of: (String, RoundReport, Bool).self) { group in
+            let outcomes = await withTaskGroup(of: ChainOutcome.self) { group in
                 for chain in chains {
-                    group.addTask {
-                        let (report, stopped) = await self.run(chain.entries, inputs: inputs)
-                        return (chain.key, report, stopped)
-                    }
+                    group.addTask { await self.run(chain.key, chain.entries, inputs: inputs) }
                 }
-                var outcomes: [(String, RoundReport, Bool)] = []
+                var outcomes: [ChainOutcome] = []
                 for await outcome in group { outcomes.append(outcome) }
                 return outcomes
             }
-            for (key, report, stopped) in outcomes {
-                total.delivered += report.delivered
-                total.failed += report.failed
-                total.gaveUp += report.gaveUp
-                total.dropped += report.dropped
-                if stopped { blocked.insert(key) }
+            var drops: [Entry] = []
+            for outcome in outcomes {
+                total.delivered += outcome.report.delivered
+                total.failed += outcome.report.failed
+                total.gaveUp += outcome.report.gaveUp
+                total.dropped += outcome.report.dropped
+                drops += outcome.drops
+                if outcome.stopped { blocked.insert(outcome.key) }
             }
+            await removeAll(drops)
             guard records.count == batchSize, let last = records.last else { break }
             after = last.id
         }
@@ -171,31 +171,50 @@ public final class HookDeliveryEngine: Sendable {
         var now: Int64
     }
 
-    /// A resource's events, in order, until one is not due or fails.
-    private func run(_ chain: [Entry], inputs: RoundInputs) async -> (RoundReport, Bool) {
+    /// How one resource's chain of events ended in a round.
+    struct ChainOutcome: Sendable {
+        var key: String
+        var report: RoundReport
+        /// A later event of the resource must wait (one was not due, failed, or was not attempted).
+        var stopped: Bool
+        /// Entries without an enabled hook at the end of the chain, for the round's one batch of deletes.
+        var drops: [Entry]
+    }
+
+    /// A resource's events, in order, until one is not due or fails. Entries without an enabled hook are dropped:
+    /// those at the end of the chain are handed back for one delete batch of the whole page, those before an
+    /// attempt are deleted before it (so that a crash never leaves an earlier event behind a delivered later one).
+    private func run(_ key: String, _ chain: [Entry], inputs: RoundInputs) async -> ChainOutcome {
         var report = RoundReport()
+        var drops: [Entry] = []
+        // Drops are deleted before every attempt, so none are pending when the chain stops.
+        func stop() -> ChainOutcome { ChainOutcome(key: key, report: report, stopped: true, drops: []) }
         for entry in chain {
             let state = entry.state
             let hook = inputs.hooks[HookService.eventKey(state.clientId, state.eventType)]
             do {
                 guard let hook, hook.value.status == .enabled else {
-                    try await remove(entry)
+                    drops.append(entry)
                     report.dropped += 1
                     continue
+                }
+                if !drops.isEmpty {
+                    guard await removeAll(drops) else { return stop() }
+                    drops = []
                 }
                 guard hook.value.validity == .valid else {
                     try await giveUp(entry, reason: state.lastFailure ?? "hook INVALID", hookInvalid: true)
                     report.gaveUp += 1
                     continue
                 }
-                if let next = state.nextAttemptAt, next > inputs.now { return (report, true) }
+                if let next = state.nextAttemptAt, next > inputs.now { return stop() }
                 guard let secret = inputs.secrets[state.clientId] else {
                     try await recordFailure(entry, reason: "no hook secret", now: inputs.now, report: &report)
-                    return (report, true)
+                    return stop()
                 }
                 guard let (url, query) = Self.deliveryURL(hook.value, state: state, policy: hooks.policy) else {
                     try await recordFailure(entry, reason: "invalid url", now: inputs.now, report: &report)
-                    return (report, true)
+                    return stop()
                 }
                 let timestamp = now
                 let signature = HookSignature.header(query: query, timestamp: timestamp, secret: secret)
@@ -209,18 +228,18 @@ public final class HookDeliveryEngine: Sendable {
                     metrics.recordDelivery(lagSeconds: max(0, now - state.date))
                 case .failed(let reason):
                     try await recordFailure(entry, reason: reason, now: now, report: &report)
-                    return (report, true)
+                    return stop()
                 case .notAttempted:
-                    return (report, true)
+                    return stop()
                 }
             } catch {
                 logger.warning(
                     "hook delivery bookkeeping failed",
                     ["service": .string("hook-delivery"), "error": .string(String(describing: type(of: error)))])
-                return (report, true)
+                return stop()
             }
         }
-        return (report, false)
+        return ChainOutcome(key: key, report: report, stopped: false, drops: drops)
     }
 
     /// The hook's URL with `EventType`, `RessourceId` (Mangopay's spelling) and `Date` added to its query, and
@@ -252,6 +271,39 @@ public final class HookDeliveryEngine: Sendable {
             }
         }
         return out
+    }
+
+    /// Deletes `entries` from the outbox in batches of up to ``batchSize``, each at the version read. A batch that
+    /// conflicts (an entry was queued again meanwhile) is deleted entry by entry, so that the others still go; a
+    /// failure to write leaves the entries for the next round, which drops them again (and returns false).
+    @discardableResult
+    private func removeAll(_ entries: [Entry]) async -> Bool {
+        var start = 0
+        while start < entries.count {
+            let part = entries[start..<min(entries.count, start + batchSize)]
+            start += part.count
+            do {
+                if part.count == 1 {
+                    try await remove(part[part.startIndex])
+                    continue
+                }
+                do {
+                    try await store.commit(
+                        part.map {
+                            .delete(
+                                collection: Collections.eventOutbox, id: $0.state.id, condition: .version($0.version))
+                        })
+                } catch let error as StoreError where error.code == .conflict {
+                    for entry in part { try await remove(entry) }
+                }
+            } catch {
+                logger.warning(
+                    "hook outbox entries kept for the next round",
+                    ["service": .string("hook-delivery"), "error": .string(String(describing: type(of: error)))])
+                return false
+            }
+        }
+        return true
     }
 
     private func remove(_ entry: Entry) async throws {

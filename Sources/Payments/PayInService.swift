@@ -125,8 +125,8 @@ public struct PayInService: Sendable {
         var payIn = PayIn(
             id: Identifier.make(Self.idPrefix(purpose), random: environment.random),
             clientId: clientId, machine: PayInStateMachine(purpose: purpose), authorId: request.authorId!,
-            creditedUserId: checked.wallet.map { request.creditedUserId ?? $0.ownerId },
-            creditedWalletId: checked.wallet?.id, debitedFunds: checked.debited, fees: checked.fees,
+            creditedUserId: checked.wallet.map { request.creditedUserId ?? $0.value.ownerId },
+            creditedWalletId: checked.wallet?.value.id, debitedFunds: checked.debited, fees: checked.fees,
             cardId: checked.card.id, cardInfo: cardInfo(checked.card), secureMode: secureMode,
             secureModeReturnURL: request.secureModeReturnURL!, secureModeNeeded: false, challengeSecret: nil,
             ipAddress: request.ipAddress, browserInfo: request.browserInfo,
@@ -167,7 +167,9 @@ public struct PayInService: Sendable {
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
-        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra, keys: keys)
+        payIn = try await apply(
+            actions, to: payIn, previousVersion: nil, extra: extra, keys: keys,
+            validatedWallet: checked.wallet.map { ValidatedWallet(stored: $0, stamp: checked.walletStamp) })
         environment.metrics.created(payIn, risk: risk)
         if environment.logger.minimumLevel <= .info {  // no metadata dictionary when the line is not written
             environment.logger.info(
@@ -180,9 +182,18 @@ public struct PayInService: Sendable {
         return payIn
     }
 
+    /// A wallet read before its credit, with the stamp of its turns taken before the read.
+    struct ValidatedWallet: Sendable {
+        var stored: Stored<Wallet>
+        var stamp: UInt64?
+    }
+
     private struct CheckedRequest {
         var card: Card
-        var wallet: Wallet?
+        /// The credited wallet as `validate` read it, with its version (nil for a validation or a hold).
+        var wallet: Stored<Wallet>?
+        /// The wallet turns' stamp taken before that read (see ``HotRecordQueue/stamp(_:)``).
+        var walletStamp: UInt64? = nil
         var debited: Funds
         var fees: Funds
     }
@@ -254,15 +265,16 @@ public struct PayInService: Sendable {
             return CheckedRequest(
                 card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
         }
-        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
+        let walletStamp = walletTurns.stamp(Identifier.scoped(clientId, request.creditedWalletId!))
+        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!) else {
             throw PaymentsError.invalid(
                 "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
         }
         let debited = request.debitedFunds!
         let fees = request.fees!
-        rules.credit(of: wallet, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
+        rules.credit(of: wallet.value, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
         try rules.check()
-        return CheckedRequest(card: card, wallet: wallet, debited: debited, fees: fees)
+        return CheckedRequest(card: card, wallet: wallet, walletStamp: walletStamp, debited: debited, fees: fees)
     }
 
     /// The screen and colour values a browser can report (EMV 3-D Secure's ranges), and a short time zone offset.
@@ -536,9 +548,13 @@ public struct PayInService: Sendable {
     /// - Returns: the transaction as written.
     /// - Parameter keys: the transaction's risk dimensions when the caller has them (its creation computed them);
     ///   nil: derived from `payIn` (only needed when the step makes it final).
+    /// - Parameter validatedWallet: the credited wallet as the caller read it, after a stamp of the wallet's
+    ///   turns: the first attempt credits that copy instead of reading the wallet again when no change of the
+    ///   wallet took a turn since the stamp (``HotRecordQueue/Turn/untouchedSinceStamp``).
     func apply(
         _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
-        conflictEndsAttempt: Bool = false, keys: PayInRiskHistory.Keys? = nil
+        conflictEndsAttempt: Bool = false, keys: PayInRiskHistory.Keys? = nil,
+        validatedWallet: ValidatedWallet? = nil
     )
         async throws -> PayIn
     {
@@ -563,15 +579,18 @@ public struct PayInService: Sendable {
         let walletKey =
             actions.contains(.creditWallet)
             ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
+        var validated = validatedWallet?.stored.value.id == payIn.creditedWalletId ? validatedWallet : nil
         let written = try await retryingOnConflict(
             attempts: 10,
             exhausted: PaymentsError(
                 .concurrentChange, "The wallet or card of this transaction kept changing under it; nothing was written")
         ) { () async throws -> Result<PayIn, StoreError> in
             var turn: HotRecordQueue<Wallet>.Turn?
-            if let walletKey { turn = await walletTurns.take(walletKey) }
+            if let walletKey { turn = await walletTurns.take(walletKey, since: validated?.stamp) }
             defer { turn?.finish(failed: false) }
-            let handedWallet = turn?.latest
+            // What the previous credit handed on; else the caller's copy if still current (first attempt only).
+            let handedWallet = turn?.latest ?? (turn?.untouchedSinceStamp == true ? validated?.stored : nil)
+            validated = nil
             var writtenWallet: Stored<Wallet>?
             var writes: [RecordWrite] = [
                 .put(

@@ -26,6 +26,14 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
     private struct State {
         var slots: [String: Slot] = [:]
         var serial: UInt64 = 0
+        /// Turns taken per stripe of keys (a key's stripe is its hash modulo the count), for ``stamp(_:)``.
+        var taken = [UInt64](repeating: 0, count: HotRecordQueue.stripeCount)
+    }
+
+    static var stripeCount: Int { 4096 }
+
+    private static func stripe(_ key: String) -> Int {
+        Int(UInt(bitPattern: key.hashValue) % UInt(stripeCount))
     }
 
     private let state = Locked(State())
@@ -40,14 +48,22 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
         package let latest: Stored<Value>?
         /// The change that handed `latest` on (0: none).
         let source: UInt64
+        /// True when no change took a turn on the record (nor on a key of its stripe) between the ``stamp(_:)``
+        /// given to ``take(_:since:)`` and this turn, and this one did not wait: a copy of the record read from
+        /// the store after that stamp is then as current as a read in this turn.
+        package let untouchedSinceStamp: Bool
         private let queue: HotRecordQueue
         private let released = Locked(false)
 
-        fileprivate init(key: String, serial: UInt64, latest: Stored<Value>?, source: UInt64, queue: HotRecordQueue) {
+        fileprivate init(
+            key: String, serial: UInt64, latest: Stored<Value>?, source: UInt64, untouchedSinceStamp: Bool,
+            queue: HotRecordQueue
+        ) {
             self.key = key
             self.serial = serial
             self.latest = latest
             self.source = source
+            self.untouchedSinceStamp = untouchedSinceStamp
             self.queue = queue
         }
 
@@ -77,16 +93,26 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
         }
     }
 
-    /// Waits for `key`'s turn.
-    package func take(_ key: String) async -> Turn {
+    /// A mark to read `key`'s record after, for ``take(_:since:)``; nil while a change of it is under way (its
+    /// turn is held, or what it wrote may not be in the store yet).
+    package func stamp(_ key: String) -> UInt64? {
+        state.withLock { state in state.slots[key] == nil ? state.taken[Self.stripe(key)] : nil }
+    }
+
+    /// Waits for `key`'s turn; with the ``stamp(_:)`` taken before the caller read the record, the turn says
+    /// whether that copy is still current (``Turn/untouchedSinceStamp``).
+    package func take(_ key: String, since stamp: UInt64? = nil) async -> Turn {
         let serial = state.withLock { state -> UInt64 in
             state.serial += 1
             return state.serial
         }
-        let mustWait = state.withLock { state -> Bool in
-            if state.slots[key]?.busy == true { return true }
+        let stripe = Self.stripe(key)
+        let (mustWait, untouched) = state.withLock { state -> (Bool, Bool) in
+            let untouched = stamp == state.taken[stripe]
+            state.taken[stripe] &+= 1
+            if state.slots[key]?.busy == true { return (true, false) }
             state.slots[key, default: Slot()].busy = true
-            return false
+            return (false, untouched)
         }
         if mustWait {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
@@ -103,7 +129,9 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
             }
         }
         let (latest, source) = state.withLock { state in (state.slots[key]?.latest, state.slots[key]?.handedBy ?? 0) }
-        return Turn(key: key, serial: serial, latest: latest, source: latest == nil ? 0 : source, queue: self)
+        return Turn(
+            key: key, serial: serial, latest: latest, source: latest == nil ? 0 : source,
+            untouchedSinceStamp: untouched && latest == nil, queue: self)
     }
 
     fileprivate func settle(_ key: String, source: UInt64) async {

@@ -79,8 +79,32 @@ final class ScriptedTransport: HookTransport, Sendable {
     }
 }
 
+/// A store that counts the commits that delete outbox entries, over an in-memory store.
+final class OutboxCommitCountingStore: RecordStore {
+    let inner = InMemoryRecordStore()
+    private let deletions = Locked([Int]())
+
+    /// The number of outbox deletes of each commit that had any, in order.
+    var outboxDeleteCommits: [Int] { deletions.withLock { $0 } }
+
+    func get(_ collection: String, id: String) async throws -> Record? { try await inner.get(collection, id: id) }
+
+    func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        let deletes = writes.filter {
+            if case .delete(Collections.eventOutbox, _, _) = $0 { return true }
+            return false
+        }.count
+        if deletes > 0 { deletions.withLock { $0.append(deletes) } }
+        return try await inner.commit(writes)
+    }
+
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+        try await inner.scan(collection, prefix: prefix, after: after, limit: limit)
+    }
+}
+
 struct HookHarness {
-    let store = InMemoryRecordStore()
+    let store: any RecordStore
     let clock = ManualClock()
     let environment: PaymentsEnvironment
     let hooks: HookService
@@ -89,8 +113,10 @@ struct HookHarness {
 
     init(
         retryInterval: Int64 = 600, fallback: HookAttemptResult = .delivered, delay: Duration? = nil,
-        perDestination: Int = 4, allowPrivate: Bool = false, batchSize: Int = 500
+        perDestination: Int = 4, allowPrivate: Bool = false, batchSize: Int = 500,
+        store: any RecordStore = InMemoryRecordStore()
     ) {
+        self.store = store
         environment = PaymentsEnvironment.testing(store: store, clock: clock)
         hooks = HookService(
             environment: environment, policy: HookDestinationPolicy(allowPrivateAddresses: allowPrivate),
@@ -287,6 +313,34 @@ struct HookHarness {
         let page = try await h.hooks.events(
             clientId: "shop", type: nil, afterDate: nil, beforeDate: nil, page: 1, perPage: 10, order: .newestFirst)
         #expect(page.items.map(\.eventType) == [.userNaturalCreated, .payInNormalSucceeded])
+    }
+
+    @Test func eventsWithoutAnEnabledHookLeaveInOneCommitPerPage() async throws {
+        let store = OutboxCommitCountingStore()
+        let h = HookHarness(batchSize: 4, store: store)
+        for index in 0..<6 { try await h.event(.payInNormalSucceeded, "payin_\(index)") }
+        try await h.event(.userNaturalCreated, "user_1")
+        let report = try await h.engine.round()
+        #expect(report.dropped == 7 && report.delivered == 0)
+        #expect(store.outboxDeleteCommits == [4, 3])
+        #expect(try await h.outbox().isEmpty && h.transport.calls.isEmpty)
+    }
+
+    @Test func anEventWithoutAHookLeavesBeforeTheResourcesLaterEventIsDelivered() async throws {
+        let store = OutboxCommitCountingStore()
+        let h = HookHarness(store: store)
+        _ = try await h.hooks.create(
+            clientId: "shop", url: "https://receiver.example/hook", eventType: "PAYIN_NORMAL_SUCCEEDED", status: nil,
+            tag: nil)
+        try await h.event(.payInNormalCreated, "payin_1")
+        try await h.event(.payInNormalSucceeded, "payin_1")
+        try await h.event(.payInNormalCreated, "payin_2")
+        h.transport.answer([.failed(reason: "timeout")])
+        let report = try await h.engine.round()
+        #expect(report.dropped == 2 && report.failed == 1)
+        // payin_1's CREATED left in a commit of its own before its SUCCEEDED was attempted; payin_2's at the end.
+        #expect(store.outboxDeleteCommits == [1, 1])
+        #expect(try await h.outbox().map(\.eventType) == [.payInNormalSucceeded])
     }
 
     @Test func concurrencyIsBoundedPerDestination() async throws {

@@ -90,6 +90,49 @@ import VaultStore
         try await Self.payInsIntoOneWallet(store: store, fingerprintKeys: store.fingerprintKeys, count: 200)
     }
 
+    /// A frictionless pay-in reads its wallet once (in its validation), when no other credit of the wallet runs.
+    @Test func aPayInOnItsOwnReadsTheWalletOnce() async throws {
+        let store = WalletReadCountingStore()
+        try await Self.payInsIntoOneWallet(
+            store: store, fingerprintKeys: DerivedFingerprintKeys(secret: .random()), count: 1)
+        // The pay-in's validation, then the test's own read of the balance.
+        #expect(store.walletReads == 2)
+    }
+
+    /// A stamp taken before reading a record says, at the next turn, whether the copy is as current as a read in
+    /// the turn: no change of the record (or of its stripe) took a turn since, and none was under way.
+    @Test func aStampSaysWhetherACopyReadAfterItIsStillCurrent() async throws {
+        let queue = HotRecordQueue<Int>()
+        let stamp = try #require(queue.stamp("w"))
+        let turn = await queue.take("w", since: stamp)
+        #expect(turn.untouchedSinceStamp)
+        // While a change holds the turn (or what it handed on may not be in the store yet), there is no stamp.
+        #expect(queue.stamp("w") == nil)
+        turn.hand(Stored(value: 1, version: 2))
+        #expect(queue.stamp("w") == nil)
+        turn.finish(failed: false)
+        // Another change took a turn after the stamp: the copy may be stale.
+        let old = try #require(queue.stamp("w"))
+        await queue.take("w").finish(failed: false)
+        let late = await queue.take("w", since: old)
+        #expect(!late.untouchedSinceStamp)
+        late.finish(failed: false)
+        // Without a stamp, never.
+        let unstamped = await queue.take("w")
+        #expect(!unstamped.untouchedSinceStamp)
+        unstamped.finish(failed: false)
+        // A change that had to wait for its turn: never.
+        let fresh = try #require(queue.stamp("w"))
+        let first = await queue.take("w", since: fresh)
+        #expect(first.untouchedSinceStamp)
+        let waiting = Task { await queue.take("w", since: fresh) }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        first.finish(failed: false)
+        let second = await waiting.value
+        #expect(!second.untouchedSinceStamp)
+        second.finish(failed: false)
+    }
+
     /// The turn hands a record on to the next change in line, and forgets it once the change is done.
     @Test func turnsHandTheRecordOnInOrder() async throws {
         let queue = HotRecordQueue<Int>()
@@ -103,5 +146,24 @@ import VaultStore
         first.finish(failed: false)
         next.finish(failed: false)
         #expect(await queue.take("w").latest == nil)
+    }
+}
+
+/// Counts the reads of wallet records, over an in-memory store.
+final class WalletReadCountingStore: RecordStore {
+    let inner = InMemoryRecordStore()
+    private let reads = Locked(0)
+
+    var walletReads: Int { reads.withLock { $0 } }
+
+    func get(_ collection: String, id: String) async throws -> Record? {
+        if collection == Collections.wallets { reads.withLock { $0 += 1 } }
+        return try await inner.get(collection, id: id)
+    }
+
+    func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await inner.commit(writes) }
+
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+        try await inner.scan(collection, prefix: prefix, after: after, limit: limit)
     }
 }
