@@ -71,11 +71,18 @@ extension PayInService {
             }
             if fees > amount { rules.fail("Fees.Amount", "The Fees cannot be above the DebitedFunds.") }
             try rules.check()
-            guard let walletId = payIn.creditedWalletId,
-                let storedWallet = try await wallets.read(clientId: clientId, id: walletId)
+            guard let walletId = payIn.creditedWalletId else {
+                throw PaymentsError(.invalidState, "The credited wallet no longer exists")
+            }
+            // The debit takes the wallet's turn as credits do, and reads what the last credit handed on.
+            let turn = await walletTurns.take(Identifier.scoped(clientId, walletId))
+            defer { turn.finish(failed: false) }
+            let handed = turn.latest
+            guard let storedWallet = try await (handed == nil ? wallets.read(clientId: clientId, id: walletId) : handed)
             else { throw PaymentsError(.invalidState, "The credited wallet no longer exists") }
             let wallet = storedWallet.value
             let walletVersion = storedWallet.version
+            var debitedWallet = wallet
 
             let feesBack = max(0, -fees)
             let result: ResultCode =
@@ -109,7 +116,6 @@ extension PayInService {
                     refundedPayIn.refundedFees = try Self.checked(
                         (payIn.refundedFees ?? 0).addingReportingOverflow(feesBack), "Fees.Amount")
                 }
-                var debitedWallet = wallet
                 debitedWallet.balance = try Self.checked(
                     wallet.balance.subtractingReportingOverflow(amount), "DebitedFunds.Amount")
                 writes += [
@@ -121,7 +127,15 @@ extension PayInService {
                         value: try RecordCoding.encode(debitedWallet), condition: .version(walletVersion)),
                 ]
             }
-            try await mapStoreErrors { try await environment.store.commit(writes) }
+            let handing = result == .success ? Stored(value: debitedWallet, version: walletVersion + 1) : nil
+            do {
+                try await mapStoreErrors {
+                    try await environment.store.commit(writes, whenQueued: { queued in turn.hand(queued ? handing : nil) })
+                }
+            } catch let error as StoreError where error.code == .conflict {
+                await turn.settle()  // the next attempt reads what the change this one built on left
+                throw error
+            }
             environment.logger.info(
                 "refund",
                 ["clientId": .string(clientId), "refundId": .string(refund.id), "status": .string(refund.status)])

@@ -43,8 +43,8 @@ public struct PayInService: Sendable {
     public let riskEngine: RiskEngine
     /// The risk history's counters (one set per service: every pay-in of the daemon goes through it).
     let riskCounters: RiskCounters
-    /// Turns on wallets, for the credits of concurrent pay-ins.
-    let walletTurns = HotRecordQueue<Wallet>()
+    /// Turns on wallets, for the credits of concurrent pay-ins (shared by every service of the environment).
+    var walletTurns: HotRecordQueue<Wallet> { environment.walletTurns }
 
     static let payIns = Collections.payIns
     static let validations = Collections.validations
@@ -649,7 +649,7 @@ public struct PayInService: Sendable {
                 let handing = writtenWallet
                 let currentTurn = turn
                 try await mapStoreErrors {
-                    try await environment.store.commit(writes, whenQueued: { currentTurn?.hand(handing) })
+                    try await environment.store.commit(writes, whenQueued: { queued in currentTurn?.hand(queued ? handing : nil) })
                 }
             } catch let error as StoreError where error.code == .conflict {
                 // What the previous change handed on did not hold, or another writer got there: wait until the

@@ -93,18 +93,31 @@ public struct WalletService: Sendable {
             exhausted: PaymentsError(
                 .concurrentChange, "The wallet kept changing under this request; nothing was written")
         ) {
-            guard let found = try await read(clientId: clientId, id: id) else {
+            // An update takes the wallet's turn as credits do (``PaymentsEnvironment/walletTurns``), and starts
+            // from what the last credit handed on.
+            let turn = await environment.walletTurns.take(Identifier.scoped(clientId, id))
+            defer { turn.finish(failed: false) }
+            let handed = turn.latest
+            guard let found = try await (handed == nil ? read(clientId: clientId, id: id) : handed) else {
                 throw PaymentsError.notFound("Wallet", id: id)
             }
-            let current = found.value
             let version = found.version
-            var wallet = current
+            var wallet = found.value
             if let description { wallet.description = description }
             if let tag { wallet.tag = tag }
-            try await mapStoreErrors {
-                try await environment.store.put(
-                    Collections.wallets, id: Identifier.scoped(clientId, id), value: try RecordCoding.encode(wallet),
-                    condition: .version(version))
+            let handing = Stored(value: wallet, version: version + 1)
+            do {
+                try await mapStoreErrors {
+                    try await environment.store.commit(
+                        [
+                            .put(
+                                collection: Collections.wallets, id: Identifier.scoped(clientId, id),
+                                value: try RecordCoding.encode(wallet), condition: .version(version))
+                        ], whenQueued: { queued in turn.hand(queued ? handing : nil) })
+                }
+            } catch let error as StoreError where error.code == .conflict {
+                await turn.settle()
+                throw error
             }
             return wallet
         }

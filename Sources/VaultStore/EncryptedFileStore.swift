@@ -666,15 +666,17 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     @discardableResult
     public func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
-        try await commit(writes, whenQueued: {})
+        try await commit(writes, whenQueued: { _ in })
     }
 
     /// ``commit(_:)``; `whenQueued` runs once the batch is in the flusher's queue (whose order is the order in
     /// which conditions are checked), or at once when it is refused before that.
     @discardableResult
-    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64] {
+    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void) async throws
+        -> [UInt64]
+    {
         var queued = false
-        defer { if !queued { whenQueued() } }
+        defer { if !queued { whenQueued(false) } }
         guard !writes.isEmpty else { return [] }
         for write in writes {
             try RecordName.validate(write.collection, what: "collection")
@@ -687,14 +689,15 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let batch = QueuedBatch(writes)
         queued = true
         return try await withUnsafeThrowingContinuation { (waiter: Waiter) in
-            enqueue(.writes(batch, waiter))
-            whenQueued()
+            whenQueued(enqueue(.writes(batch, waiter)))
         }
     }
 
     /// Queues work for the flusher, waking it when it is idle (or lingering and the queue is full
     /// enough); fails the waiter at once when the store takes no writes now.
-    func enqueue(_ work: QueuedWork) {
+    /// - Returns: whether the work was queued.
+    @discardableResult
+    func enqueue(_ work: QueuedWork) -> Bool {
         let result: Result<Bool, any Error> = intake.withLock { intake in
             do {
                 try checkWritable(intake)
@@ -713,8 +716,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             return .success(false)
         }
         switch result {
-        case .success(let wakeFlusher): if wakeFlusher { wake.signal() }
-        case .failure(let error): work.waiter.resume(throwing: error)
+        case .success(let wakeFlusher):
+            if wakeFlusher { wake.signal() }
+            return true
+        case .failure(let error):
+            work.waiter.resume(throwing: error)
+            return false
         }
     }
 

@@ -74,9 +74,11 @@ public protocol RecordStore: Sendable {
     /// `whenQueued` ran has its conditions checked after this one's writes: a caller that knows the new
     /// versions may hand them to the next writer of the same record, whose conditional write then follows this
     /// one in the same or the next group commit, instead of waiting for this one's sync. `whenQueued` runs
-    /// exactly once, also when the commit fails (then it may run before the throw, having queued nothing).
+    /// exactly once, with `true` when the batch was queued (or, without an order, committed) and `false` when it
+    /// was refused or failed: a caller hands its versions on only after `true`, since after a failed commit
+    /// another writer (another daemon sharing the database) may hold the very version it would hand on.
     @discardableResult
-    func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64]
+    func commit(_ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void) async throws -> [UInt64]
 
     /// Records of `collection` whose id starts with `prefix`, in ascending id order, starting after
     /// `after` (exclusive), at most `limit` of them.
@@ -87,11 +89,20 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
-    /// Without an order of queued writes: `whenQueued` runs once the commit is done (or failed).
+    /// Without an order of queued writes: `whenQueued` runs once the commit is done (`true`) or failed (`false`).
     @discardableResult
-    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable () -> Void) async throws -> [UInt64] {
-        defer { whenQueued() }
-        return try await commit(writes)
+    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void) async throws
+        -> [UInt64]
+    {
+        let versions: [UInt64]
+        do {
+            versions = try await commit(writes)
+        } catch {
+            whenQueued(false)
+            throw error
+        }
+        whenQueued(true)
+        return versions
     }
 
     /// Counts by scanning; stores that can count from their index without opening values do so.
