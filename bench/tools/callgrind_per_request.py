@@ -7,6 +7,9 @@ figure on a noisy machine, for before/after comparisons of two builds.
 Starts `cardvault serve` under valgrind --tool=callgrind, creates COUNT registrations, zeroes the counters,
 runs COUNT sequential tokenizations (one keep-alive connection) and dumps, then the same for COUNT pay-ins.
 Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -g -o /tmp/cv cardvault). Prints Ir per request for each.
+
+STRACE=1 runs the daemon without valgrind and prints `strace -c -f` of all its threads over each phase instead
+(system calls per request: divide the calls column by COUNT).
 """
 import glob
 import os
@@ -49,9 +52,10 @@ def main(binary, count):
                CARDVAULT_LOG_LEVEL="warn", CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS="100000000",
                CARDVAULT_RISK_FILE=str(risk), CARDVAULT_CRASH_BACKTRACE="off", SWIFT_BACKTRACE="enable=no")
     out = open(work / "out", "wb")
-    process = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"),
-         binary, "serve"], cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
+    tracing = bool(os.environ.get("STRACE"))
+    command = [binary, "serve"] if tracing else [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"), binary, "serve"]
+    process = subprocess.Popen(command, cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
     try:
         deadline = time.time() + 120
         while True:
@@ -81,6 +85,15 @@ def main(binary, count):
                         json={"RegistrationData": first}).json()["CardId"]
         pid = str(process.pid)
 
+        def traced(name, body):
+            trace = subprocess.Popen(["strace", "-c", "-f", "-o", str(work / ("st-" + name)), "-p", pid],
+                                     stderr=subprocess.DEVNULL)
+            time.sleep(1.5)  # strace attaches to every thread
+            body()
+            trace.send_signal(2)
+            trace.wait()
+            return (work / ("st-" + name)).read_text()
+
         def measured(name, body):
             subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
             body()
@@ -106,6 +119,10 @@ def main(binary, count):
                 answer = http.post(api + "/payins/card/direct", headers=auth, json=payin).json()
                 assert answer.get("Status") == "SUCCEEDED", answer
 
+        if tracing:
+            print("tokenization POST, %d requests:\n%s" % (count, traced("tokenize", tokenize)))
+            print("frictionless pay-in, %d requests:\n%s" % (count, traced("payin", pay)))
+            return
         tokenization = measured("tokenize", tokenize)
         if os.environ.get("KEEP"):
             shutil.copy(sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1], os.environ["KEEP"])
