@@ -22,6 +22,9 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
 
     public init() { fields = [] }
 
+    /// Room for `count` fields before the storage grows (the server reserves it once per request).
+    mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
     public init(_ pairs: [(String, String)]) {
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
@@ -89,8 +92,17 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
         return LogScrubber.maskDigitRuns(field.value)
     }
 
-    @inline(__always)
+    /// Whether two field names are the same, ignoring ASCII case (field names are tokens, RFC 9110 5.1), without
+    /// making lower-case copies.
     static func sameName(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.count == rhs.utf8.count && (lhs == rhs || lhs.lowercased() == rhs.lowercased())
+        let left = lhs.utf8
+        let right = rhs.utf8
+        guard left.count == right.count else { return false }
+        for (a, b) in zip(left, right) where a != b {
+            guard a | 0x20 == b | 0x20, (a | 0x20) >= UInt8(ascii: "a"), (a | 0x20) <= UInt8(ascii: "z") else {
+                return false
+            }
+        }
+        return true
     }
 }

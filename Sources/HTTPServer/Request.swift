@@ -38,14 +38,34 @@ public struct Request: Sendable, CustomStringConvertible, CustomReflectable {
         requestID: String = "test",
         logger: Logger = .disabled
     ) {
-        self.method = method
-        if let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            path = String(target[..<question])
-            rawQuery = String(target[target.utf8.index(after: question)...])
-        } else {
-            path = target
-            rawQuery = ""
+        let parts = Self.split(target)
+        self.init(
+            method: method, path: parts.path, rawQuery: parts.rawQuery, headers: headers, body: body,
+            remoteAddress: remoteAddress, requestID: requestID, logger: logger)
+    }
+
+    /// The path and the query of a request target (`/a/b?c=d`: `/a/b` and `c=d`).
+    struct TargetParts {
+        var path: String
+        var rawQuery: String
+    }
+
+    static func split(_ target: String) -> TargetParts {
+        guard let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) else {
+            return TargetParts(path: target, rawQuery: "")
         }
+        return TargetParts(
+            path: String(target[..<question]), rawQuery: String(target[target.utf8.index(after: question)...]))
+    }
+
+    /// Creates a request from a target already split (the server splits it once, to route it).
+    init(
+        method: HTTPMethod, path: String, rawQuery: String, headers: HTTPHeaders, body: [UInt8],
+        remoteAddress: String, requestID: String, logger: Logger
+    ) {
+        self.method = method
+        self.path = path
+        self.rawQuery = rawQuery
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress

@@ -36,16 +36,26 @@ enum RequestHead {
         -> Framing
     {
         let http10 = version == "HTTP/1.0"
+        // One pass over the fields for the three names that matter here.
+        var hosts = 0
+        var codings: [String] = []
+        var lengths: [String] = []
+        for field in headers {
+            if HTTPHeaders.sameName(field.name, "Host") {
+                hosts += 1
+            } else if HTTPHeaders.sameName(field.name, "Content-Length") {
+                lengths.append(field.value)
+            } else if HTTPHeaders.sameName(field.name, "Transfer-Encoding") {
+                codings.append(field.value)
+            }
+        }
         if !http10 {
-            let hosts = headers.values("Host").count
             if hosts == 0 { throw HTTPError.badRequest("An HTTP/1.1 request needs a Host header") }
             if hosts > 1 { throw HTTPError.badRequest("More than one Host header") }
         }
-        if target.utf8.contains(UInt8(ascii: " ")) || target.utf8.contains(UInt8(ascii: "\t")) {
+        if target.utf8.contains(where: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) {
             throw HTTPError.badRequest("The request target contains white space")
         }
-        let codings = headers.values("Transfer-Encoding")
-        let lengths = headers.values("Content-Length")
         if !codings.isEmpty {
             if !lengths.isEmpty {
                 throw HTTPError.badRequest("A request cannot carry both Content-Length and Transfer-Encoding")

@@ -102,8 +102,9 @@ public struct ServerConfiguration: Sendable {
         self.tls = tls
     }
 
-    /// Most header fields and cookie pairs (together) one request may carry: one per 16 bytes of
-    /// ``maxHeaderBytes`` (512 at the default 8 KiB). More get 431.
+    /// Most header fields and cookie pairs (together) one request may carry: one per 64 bytes of
+    /// ``maxHeaderBytes`` (128 at the default 8 KiB; browsers send some 10-20 fields, Apache's default
+    /// limit is 100 fields). More get 431.
     public var maxHeaderFields: Int { max(16, maxHeaderBytes / Self.bytesPerHeaderField) }
 
     /// Room kept for the response's status line and header fields. A handler's response whose head
@@ -121,16 +122,18 @@ public struct ServerConfiguration: Sendable {
     /// - the response head, at most ``responseHeadBytes``, plus one read increment (1 KiB).
     ///
     /// The query string costs nothing beyond its bytes in the head (libmicrohttpd's own parse of it
-    /// is skipped, see cv_mhd.c). At the default 8 KiB limit this is 53 KiB. libmicrohttpd zeroes
-    /// the whole pool after every request: measured on `GET /health` (wrk, 8 connections, busy
-    /// 2-core machine) that costs 9.9 µs of CPU a request against 8.4 µs with the 11 KiB pool of a
-    /// 1 KiB limit, the price of answering every request within the limits.
+    /// is skipped, see cv_mhd.c). At the default 8 KiB limit this is 29 KiB (53 KiB with the 512
+    /// fields allowed before). libmicrohttpd 0.9.75 zeroes memory twice per request, whatever was
+    /// used: the read buffer's unused part when it shrinks it before the answer (half the pool), and
+    /// the whole pool when it resets it for the next request on the connection. Measured on `GET
+    /// /health` (wrk, 8 connections, busy 2-core machine) the 53 KiB pool cost 9.9 µs of CPU a
+    /// request against 8.4 µs with the 11 KiB pool of a 1 KiB limit.
     public var connectionMemoryBytes: Int {
         2 * maxHeaderBytes + Self.headerRecordBytes * maxHeaderFields + Self.responseHeadBytes + 1024
     }
 
     /// Bytes of head per header field or cookie pair that ``maxHeaderFields`` allows.
-    static let bytesPerHeaderField = 16
+    static let bytesPerHeaderField = 64
     /// Pool bytes libmicrohttpd 0.9.75 takes per header field or cookie pair (64-bit build).
     static let headerRecordBytes = 64
 }

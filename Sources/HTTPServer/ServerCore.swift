@@ -147,6 +147,8 @@ final class ServerCore: Sendable {
         context.method = method.map { HTTPMethod(String(cString: $0)) } ?? .get
         let version = version.map { String(cString: $0) } ?? ""
         context.headerBytes = context.target.utf8.count + context.method.rawValue.utf8.count + 12
+        // Counting first (a walk over libmicrohttpd's list) sizes the fields' storage once.
+        context.headers.reserveCapacity(Int(MHD_get_connection_values_n(connection, .HEADER_KIND, nil, nil)))
         _ = MHD_get_connection_values_n(
             connection,
             .HEADER_KIND,
@@ -317,12 +319,17 @@ final class ServerCore: Sendable {
     }
 
     private func makeRequest(_ context: RequestContext, _ connection: OpaquePointer, _ route: Router.Route) -> Request {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let length = cv_mhd_client_address(connection, &buffer, buffer.count)
-        let remote = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        // INET6_ADDRSTRLEN is 46; the text is made on the stack.
+        let remote = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            let length = cv_mhd_client_address(connection, buffer.baseAddress!, buffer.count)
+            return length > 0
+                ? String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: length), as: UTF8.self) : ""
+        }
+        let parts = context.targetParts
         var request = Request(
             method: context.method,
-            target: context.target,
+            path: parts.path,
+            rawQuery: parts.rawQuery,
             headers: context.headers,
             body: context.body,
             remoteAddress: remote,
@@ -366,16 +373,24 @@ final class ServerCore: Sendable {
         guard let mhdResponse else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhdResponse) }
         for field in response.headers where !HTTPHeaders.sameName(field.name, RequestIDs.headerName) {
-            _ = MHD_add_response_header(mhdResponse, field.name, field.value)
+            Self.add(field.name, field.value, to: mhdResponse)
         }
-        _ = MHD_add_response_header(mhdResponse, RequestIDs.headerName, context.requestID)
+        Self.add(RequestIDs.headerName, context.requestID, to: mhdResponse)
         if let strictTransportSecurity {
-            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", strictTransportSecurity)
+            Self.add("Strict-Transport-Security", strictTransportSecurity, to: mhdResponse)
         }
         if context.closeAfter || draining.load(ordering: .relaxed) {
-            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+            Self.add("Connection", "close", to: mhdResponse)
         }
         return MHD_queue_response(connection, UInt32(response.status.code), mhdResponse)
+    }
+
+    /// Adds one header field to an MHD response (libmicrohttpd copies both texts). `withCString` lends a native
+    /// string's own bytes; passing the `String` as the argument would copy each into a new array first.
+    private static func add(_ name: String, _ value: String, to response: OpaquePointer) {
+        name.withCString { name in
+            value.withCString { value in _ = MHD_add_response_header(response, name, value) }
+        }
     }
 
     /// The size of the head libmicrohttpd writes for `response`: the status line (with the longest
@@ -457,16 +472,17 @@ final class RequestContext: @unchecked Sendable {
     /// The connection's idle timeout was cut to the deadline's time left while the body arrives.
     var shortenedTimeout = false
 
+    /// The request target split at its `?`, once (routing reads the path, the handler's request both parts).
+    let targetParts: Request.TargetParts
+
     init(target: String, start: UInt64) {
         self.target = target
         self.start = start
+        self.targetParts = Request.split(target)
     }
 
     /// The path part of the request target.
-    var path: String {
-        guard let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target }
-        return String(target[..<question])
-    }
+    var path: String { targetParts.path }
 }
 
 @inline(__always)

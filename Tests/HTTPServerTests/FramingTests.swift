@@ -214,10 +214,10 @@ struct RequestHeadTests {
 
     @Test func cookiesAreCountedNotAllowedToExhaustTheMemory() async throws {
         try await withLiveServer(ServerConfiguration(port: 0), router: Self.router()) { port in
-            let pairs = (0..<300).map { "c\($0)=v\($0)" }.joined(separator: "; ")
+            let pairs = (0..<100).map { "c\($0)=v\($0)" }.joined(separator: "; ")
             let served = try await Self.ask(port, Self.get("/count", "Cookie: \(pairs)\r\n"))
             #expect(served.response.status == 200)
-            #expect(served.response.text == "0 300 2")
+            #expect(served.response.text == "0 100 2")
 
             let many = (0..<700).map { "c\($0)=v" }.joined(separator: "; ")
             let counted = try await Self.ask(port, Self.get("/count", "Cookie: \(many)\r\n"))

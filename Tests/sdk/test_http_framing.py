@@ -90,12 +90,12 @@ def test_a_head_just_under_the_limit_is_served_and_one_over_is_431(daemon):
 
 
 def test_cookies(daemon):
-    cookie = "; ".join("c%d=v%d" % (i, i) for i in range(300))
+    cookie = "; ".join("c%d=v%d" % (i, i) for i in range(100))
     status, _, _, seconds = exchange(daemon, request("GET", "/health", "Cookie: %s\r\n" % cookie))
     assert status == 200
     assert seconds < 1
-    # More header fields and cookie pairs than the limit allows (maxHeaderBytes / 16).
-    cookie = "; ".join("c%d=v" % i for i in range(MAX_HEADER_BYTES // 16 + 10))
+    # More header fields and cookie pairs than the limit allows (maxHeaderBytes / 64).
+    cookie = "; ".join("c%d=v" % i for i in range(MAX_HEADER_BYTES // 64 + 10))
     status, _, _, seconds = exchange(daemon, request("GET", "/health", "Cookie: %s\r\n" % cookie))
     assert status == 431
     assert seconds < 1

@@ -12,6 +12,9 @@ flow's mean per request (the four steps' sum / 4).
 Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -g -o /tmp/cv cardvault). Prints Ir per request for each.
 `TOP=N` prints the N functions with the most instructions (self) of the tokenization dump; `KEEP=PATH` keeps it;
 `KEEP_DIR=DIR` keeps every measured dump as DIR/<step>.cg (tokenize, create, flowtokenize, complete, card, payin).
+
+STRACE=1 runs the daemon without valgrind and prints `strace -c -f` of all its threads over each phase instead
+(system calls per request: divide the calls column by COUNT).
 """
 import glob
 import os
@@ -57,9 +60,10 @@ def main(binary, count, flow=False):
                # valgrind a run lasts minutes. Once a day keeps it out.
                CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS="86400")
     out = open(work / "out", "wb")
-    process = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"),
-         binary, "serve"], cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
+    tracing = bool(os.environ.get("STRACE"))
+    command = [binary, "serve"] if tracing else [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"), binary, "serve"]
+    process = subprocess.Popen(command, cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
     try:
         deadline = time.time() + 120
         while True:
@@ -88,6 +92,15 @@ def main(binary, count, flow=False):
         card = http.put(api + "/cardregistrations/" + registrations[0]["Id"], headers=auth,
                         json={"RegistrationData": first}).json()["CardId"]
         pid = str(process.pid)
+
+        def traced(name, body):
+            trace = subprocess.Popen(["strace", "-c", "-f", "-o", str(work / ("st-" + name)), "-p", pid],
+                                     stderr=subprocess.DEVNULL)
+            time.sleep(1.5)  # strace attaches to every thread
+            body()
+            trace.send_signal(2)
+            trace.wait()
+            return (work / ("st-" + name)).read_text()
 
         def measured(name, body):
             subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
@@ -139,6 +152,10 @@ def main(binary, count, flow=False):
                 assert http.get(api + "/cards/" + card_id, headers=auth).json().get("Id") == card_id
 
         created, answers, cards = [], [], []
+        if tracing:
+            print("tokenization POST, %d requests:\n%s" % (count, traced("tokenize", tokenize)))
+            print("frictionless pay-in, %d requests:\n%s" % (count, traced("payin", pay)))
+            return
         tokenization = measured("tokenize", tokenize)
         tokenization_dump = sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1]
         if os.environ.get("KEEP"):
