@@ -1,38 +1,22 @@
 public import VaultStore
 
-// The binary codecs of the tokenization path's records (card registration with its pending card, profiling
-// attempt, card), written with direct property access: the key-path schema (``BinarySchema``) cost a
-// `swift_getAtKeyPath` and a closure call per field on every tokenization. The bytes are the schema's exactly
-// (same tags, same order, absent optionals left out), so records written before keep reading and records written
-// now read in builds that still use the schema. Tags are fixed forever (see RecordCodecs.swift).
+// Hand-written codecs of the tokenization path's records (no key paths: the schema cost a `swift_getAtKeyPath`
+// and a closure call per field). The bytes are the key-path schema's exactly (same tags, same order, absent
+// optionals left out), so stored records keep reading both ways. Tags are fixed forever (see RecordCodecs.swift).
 
-/// The required fields a decoder has met, by tag (tags below 64).
-private struct SeenTags {
-    private var bits: UInt64 = 0
-
-    @inline(__always)
-    mutating func insert(_ tag: Int) { if tag < 64 { bits |= 1 << UInt64(tag) } }
-
-    /// Throws for the first of `required` not met, naming the tag and the type, never a value.
-    func check(_ required: UInt64, _ type: Any.Type) throws {
-        let missing = required & ~bits
-        guard missing != 0 else { return }
-        throw BinaryRecordError("required field \(missing.trailingZeroBitCount) of \(type) is missing")
-    }
-}
-
-/// The mask of `tags`.
+/// The mask of `tags` (all below 64).
 private func tagMask(_ tags: Int...) -> UInt64 { tags.reduce(0) { $0 | 1 << UInt64($1) } }
 
-private func registrationStatus(_ text: String) throws -> CardRegistrationStatus {
-    guard let value = CardRegistrationStatus(rawValue: text) else {
-        throw BinaryRecordError("field 13 holds an unknown value")
-    }
-    return value
+/// Throws for the first tag of `required` missing from `seen`, naming the tag and the type, never a value.
+private func checkRequired(_ seen: UInt64, _ required: UInt64, _ type: Any.Type) throws {
+    let missing = required & ~seen
+    guard missing != 0 else { return }
+    throw BinaryRecordError("required field \(missing.trailingZeroBitCount) of \(type) is missing")
 }
 
-private func cardValidity(_ text: String) throws -> CardValidity {
-    guard let value = CardValidity(rawValue: text) else { throw BinaryRecordError("field 12 holds an unknown value") }
+/// The string enumeration value `text` of field `tag` (an unknown value is an error, not a default).
+private func known<E: RawRepresentable>(_ text: String, _ tag: Int) throws -> E where E.RawValue == String {
+    guard let value = E(rawValue: text) else { throw BinaryRecordError("field \(tag) holds an unknown value") }
     return value
 }
 
@@ -56,7 +40,7 @@ extension PendingCard: BinaryFields {
         self.init(
             cardId: "", tokenDigest: [], brand: "", cardProvider: "", alias: "", expirationDate: "", fingerprint: "",
             country: nil, profilingReference: "", tokenizedAt: 0)
-        var seen = SeenTags()
+        var seen: UInt64 = 0
         while let tag = try reader.next() {
             switch tag {
             case 1: cardId = try reader.string()
@@ -69,13 +53,11 @@ extension PendingCard: BinaryFields {
             case 8: country = try reader.string()
             case 9: profilingReference = try reader.string()
             case 10: tokenizedAt = try reader.int64()
-            default:
-                try reader.skip()
-                continue
+            default: try reader.skip()  // unknown: its bit is never a required one (an overshift is 0)
             }
-            seen.insert(tag)
+            seen |= 1 << UInt64(tag)
         }
-        try seen.check(Self.requiredTags, Self.self)
+        try checkRequired(seen, Self.requiredTags, Self.self)
     }
 }
 
@@ -107,7 +89,7 @@ extension CardRegistration: BinaryRecord {
             id: "", clientId: "", userId: "", currency: "", cardType: "", tag: nil, creationDate: 0, accessKey: "",
             preregistrationData: "", registrationData: nil, cardId: nil, result: nil, status: .created,
             cardHolderName: nil, failedAttempts: 0, pending: nil)
-        var seen = SeenTags()
+        var seen: UInt64 = 0
         while let field = try reader.next() {
             switch field {
             case 1: id = try reader.string()
@@ -122,17 +104,15 @@ extension CardRegistration: BinaryRecord {
             case 10: registrationData = try reader.string()
             case 11: cardId = try reader.string()
             case 12: result = try reader.record(ResultCode.self)
-            case 13: status = try registrationStatus(try reader.string())
+            case 13: status = try known(try reader.string(), 13)
             case 14: cardHolderName = try reader.string()
             case 15: failedAttempts = try reader.int()
             case 16: pending = try reader.record(PendingCard.self)
-            default:
-                try reader.skip()
-                continue
+            default: try reader.skip()  // unknown: its bit is never a required one (an overshift is 0)
             }
-            seen.insert(field)
+            seen |= 1 << UInt64(field)
         }
-        try seen.check(Self.requiredTags, Self.self)
+        try checkRequired(seen, Self.requiredTags, Self.self)
     }
 }
 
@@ -156,7 +136,7 @@ extension ProfilingAttempt: BinaryRecord {
         self.init(
             reference: "", clientId: "", cardRegistrationId: "", cardId: "", ipAddress: nil, userAgent: nil,
             acceptLanguage: nil, device: [:], creationDate: 0)
-        var seen = SeenTags()
+        var seen: UInt64 = 0
         while let tag = try reader.next() {
             switch tag {
             case 1: reference = try reader.string()
@@ -168,13 +148,11 @@ extension ProfilingAttempt: BinaryRecord {
             case 7: acceptLanguage = try reader.string()
             case 8: try reader.mapEntry(into: &device)
             case 9: creationDate = try reader.int64()
-            default:
-                try reader.skip()
-                continue
+            default: try reader.skip()  // unknown: its bit is never a required one (an overshift is 0)
             }
-            seen.insert(tag)
+            seen |= 1 << UInt64(tag)
         }
-        try seen.check(Self.requiredTags, Self.self)
+        try checkRequired(seen, Self.requiredTags, Self.self)
     }
 }
 
@@ -207,7 +185,7 @@ extension Card: BinaryRecord {
             id: "", clientId: "", userId: "", currency: "", cardType: "", cardProvider: "", brand: "", alias: "",
             expirationDate: "", country: nil, active: false, validity: .unknown, fingerprint: "", cardHolderName: nil,
             tag: nil, creationDate: 0, cardRegistrationId: "")
-        var seen = SeenTags()
+        var seen: UInt64 = 0
         while let field = try reader.next() {
             switch field {
             case 1: id = try reader.string()
@@ -221,18 +199,16 @@ extension Card: BinaryRecord {
             case 9: expirationDate = try reader.string()
             case 10: country = try reader.string()
             case 11: active = try reader.bool()
-            case 12: validity = try cardValidity(try reader.string())
+            case 12: validity = try known(try reader.string(), 12)
             case 13: fingerprint = try reader.string()
             case 14: cardHolderName = try reader.string()
             case 15: tag = try reader.string()
             case 16: creationDate = try reader.int64()
             case 17: cardRegistrationId = try reader.string()
-            default:
-                try reader.skip()
-                continue
+            default: try reader.skip()  // unknown: its bit is never a required one (an overshift is 0)
             }
-            seen.insert(field)
+            seen |= 1 << UInt64(field)
         }
-        try seen.check(Self.requiredTags, Self.self)
+        try checkRequired(seen, Self.requiredTags, Self.self)
     }
 }

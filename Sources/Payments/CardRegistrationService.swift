@@ -206,9 +206,8 @@ public struct CardRegistrationService: Sendable {
             ValidatedCard(pan: pan, expiry: expiry, provider: provider, fingerprint: Self.fingerprint(pan, key: key)))
     }
 
-    /// The card's fingerprint: the first 16 bytes of HMAC-SHA256(client's fingerprint key, the ASCII digits), in
-    /// hex. The digits are MACed in the PAN's own stack buffer (wiped after) and the MAC lands on the stack: no
-    /// heap copy of the number.
+    /// The card's fingerprint: HMAC-SHA256(client's key, the ASCII digits)'s first 16 bytes in hex, MACed from the
+    /// PAN's own stack buffer into a stack one (both wiped): no heap copy of the number.
     static func fingerprint(_ pan: PAN, key: SymmetricKey) -> String {
         var mac: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         return withUnsafeMutableBytes(of: &mac) { out in
