@@ -52,9 +52,9 @@ extension Wallet: BinaryRecord, BinarySchema {
     }
 }
 
-// The pay-in's record and the parts every pay-in holds are written out by hand (no key paths, no closures per
+// The pay-in's record, its funds and risk assessment, and the event are written out by hand (no key paths, no closures per
 // field: a pay-in writes one and reads up to two per request); the tags are the ones their schemas had, and
-// `StoredRecordFormatTests` compares the bytes with those schemas.
+// `HandWrittenCodecTests` compares the bytes with those schemas.
 
 extension Funds: BinaryFields {
     // 1 currency, 2 amount.
@@ -77,69 +77,23 @@ extension Funds: BinaryFields {
     }
 }
 
-extension CardInfo: BinaryFields {
-    // 1 bin, 2 issuingBank, 3 issuerCountryCode, 4 type, 5 brand, 6 subType.
-    public func encode(to writer: inout BinaryRecordWriter) {
-        writer.string(1, bin)
-        writer.string(2, issuingBank)
-        writer.string(3, issuerCountryCode)
-        writer.string(4, type)
-        writer.string(5, brand)
-        writer.string(6, subType)
-    }
-
-    public init(from reader: inout BinaryRecordReader) throws {
-        var bin: String?
-        var brand: String?
-        self.init(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil)
-        while let tag = try reader.next() {
-            switch tag {
-            case 1: bin = try reader.string()
-            case 2: issuingBank = try reader.string()
-            case 3: issuerCountryCode = try reader.string()
-            case 4: type = try reader.string()
-            case 5: brand = try reader.string()
-            case 6: subType = try reader.string()
-            default: try reader.skip()
-            }
-        }
-        self.bin = try required(bin, "bin")
-        self.brand = try required(brand, "brand")
+extension CardInfo: BinarySchema {
+    public static let binaryFields: [BinaryField<Self>] = [
+        .string(1, \.bin), .string(2, \.issuingBank), .string(3, \.issuerCountryCode), .string(4, \.type),
+        .string(5, \.brand), .string(6, \.subType),
+    ]
+    public static var binaryBlank: Self {
+        CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil)
     }
 }
 
-extension BrowserInfo: BinaryFields {
-    // 1 acceptHeader, 2 javaEnabled, 3 javascriptEnabled, 4 language, 5 colorDepth, 6 screenHeight, 7 screenWidth,
-    // 8 timeZoneOffset, 9 userAgent; all optional.
-    public func encode(to writer: inout BinaryRecordWriter) {
-        writer.string(1, acceptHeader)
-        writer.bool(2, javaEnabled)
-        writer.bool(3, javascriptEnabled)
-        writer.string(4, language)
-        writer.int(5, colorDepth)
-        writer.int(6, screenHeight)
-        writer.int(7, screenWidth)
-        writer.string(8, timeZoneOffset)
-        writer.string(9, userAgent)
-    }
-
-    public init(from reader: inout BinaryRecordReader) throws {
-        self.init()
-        while let tag = try reader.next() {
-            switch tag {
-            case 1: acceptHeader = try reader.string()
-            case 2: javaEnabled = try reader.bool()
-            case 3: javascriptEnabled = try reader.bool()
-            case 4: language = try reader.string()
-            case 5: colorDepth = try reader.int()
-            case 6: screenHeight = try reader.int()
-            case 7: screenWidth = try reader.int()
-            case 8: timeZoneOffset = try reader.string()
-            case 9: userAgent = try reader.string()
-            default: try reader.skip()
-            }
-        }
-    }
+extension BrowserInfo: BinarySchema {
+    public static let binaryFields: [BinaryField<Self>] = [
+        .string(1, \.acceptHeader), .bool(2, \.javaEnabled), .bool(3, \.javascriptEnabled), .string(4, \.language),
+        .int(5, \.colorDepth), .int(6, \.screenHeight), .int(7, \.screenWidth), .string(8, \.timeZoneOffset),
+        .string(9, \.userAgent),
+    ]
+    public static var binaryBlank: Self { BrowserInfo() }
 }
 
 extension Address: BinarySchema {
@@ -312,8 +266,7 @@ extension PayIn: BinaryRecord {
         self.init(
             id: "", clientId: "", machine: PayInStateMachine(purpose: .payIn), authorId: "", creditedUserId: nil,
             creditedWalletId: nil, debitedFunds: Funds(currency: "", amount: 0), fees: Funds(currency: "", amount: 0),
-            cardId: "",
-            cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil),
+            cardId: "", cardInfo: CardInfo.binaryBlank,
             secureMode: .default, secureModeReturnURL: "", secureModeNeeded: false, challengeSecret: nil,
             ipAddress: nil, browserInfo: nil, statementDescriptor: nil, tag: nil, billing: nil, shipping: nil,
             culture: nil, profilingAttemptReference: nil, preferredCardNetwork: nil, paymentCategory: nil,

@@ -14,27 +14,6 @@ private struct OldFunds: BinarySchema {
     static var binaryBlank: Self { Self(value: Funds(currency: "", amount: 0)) }
 }
 
-private struct OldCardInfo: BinarySchema {
-    var value: CardInfo
-    static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.value.bin), .string(2, \.value.issuingBank), .string(3, \.value.issuerCountryCode),
-        .string(4, \.value.type), .string(5, \.value.brand), .string(6, \.value.subType),
-    ]
-    static var binaryBlank: Self {
-        Self(value: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "", subType: nil))
-    }
-}
-
-private struct OldBrowserInfo: BinarySchema {
-    var value: BrowserInfo
-    static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.value.acceptHeader), .bool(2, \.value.javaEnabled), .bool(3, \.value.javascriptEnabled),
-        .string(4, \.value.language), .int(5, \.value.colorDepth), .int(6, \.value.screenHeight),
-        .int(7, \.value.screenWidth), .string(8, \.value.timeZoneOffset), .string(9, \.value.userAgent),
-    ]
-    static var binaryBlank: Self { Self(value: BrowserInfo()) }
-}
-
 private struct OldRiskAssessment: BinarySchema {
     var value: RiskAssessment
     static let binaryFields: [BinaryField<Self>] = [
@@ -151,10 +130,7 @@ private struct OldPayIn: BinarySchema {
         for payIn in [Self.minimalPayIn, Self.fullPayIn] {
             try Self.expectSame(payIn, OldPayIn(value: payIn)) { $0.value }
             try Self.expectSame(payIn.debitedFunds, OldFunds(value: payIn.debitedFunds)) { $0.value }
-            try Self.expectSame(payIn.cardInfo, OldCardInfo(value: payIn.cardInfo)) { $0.value }
             try Self.expectSame(payIn.risk, OldRiskAssessment(value: payIn.risk)) { $0.value }
-            let browser = payIn.browserInfo ?? BrowserInfo()
-            try Self.expectSame(browser, OldBrowserInfo(value: browser)) { $0.value }
         }
         let event = PaymentEvent(
             clientId: "shop", resourceId: "payin_1", eventType: .payInNormalSucceeded, date: 1_700_000_000,
