@@ -224,38 +224,14 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     }
 
     /// A caller waiting for its writes, resumed with the version each write wrote.
-    typealias Waiter = UnsafeContinuation<GroupAnswer, any Error>
+    typealias Waiter = UnsafeContinuation<[UInt64], any Error>
 
-    /// What a waiter of a synced group is resumed with: the versions its writes wrote and, for the
-    /// first waiter of the group, the group's other waiters with theirs. That waiter resumes them
-    /// as soon as it runs (``handOn()``), from a pool thread: the flusher resumes one continuation
-    /// per group, so it wakes the concurrency pool once per group rather than once per writer,
-    /// and goes back to the next group at once.
-    struct GroupAnswer: Sendable {
-        var versions: [UInt64]
-        var others: [(Waiter, [UInt64])] = []
-
-        /// Resumes the rest of the group (nothing for every waiter but the first).
-        func handOn() {
-            for (waiter, versions) in others { waiter.resume(returning: GroupAnswer(versions: versions)) }
-        }
-
-        /// Answers a group's waiters: the first with the others to hand on.
-        static func answer(_ waiters: [(Waiter, [UInt64])]) {
-            guard let first = waiters.first else { return }
-            first.0.resume(returning: GroupAnswer(versions: first.1, others: Array(waiters.dropFirst())))
-        }
-    }
-
-    /// Queues work for the flusher and waits for its group to be synced, then hands the answer on to
-    /// the rest of the group.
+    /// Queues work for the flusher and waits until its group is synced (or the work refused).
     func awaitGroup(_ work: (Waiter) -> QueuedWork, whenQueued: () -> Void = {}) async throws -> [UInt64] {
-        let answer = try await withUnsafeThrowingContinuation { (waiter: Waiter) in
+        try await withUnsafeThrowingContinuation { (waiter: Waiter) in
             enqueue(work(waiter))
             whenQueued()
         }
-        answer.handOn()
-        return answer.versions
     }
 
     /// Work queued for the flusher, in arrival order.
@@ -1176,7 +1152,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     ///   wrote nothing or failed.
     private func flush(_ group: Group) -> Int? {
         if group.writes.isEmpty {
-            GroupAnswer.answer(group.waiters)
+            for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
             return nil
         }
         let (active, size, allocatedBefore, waiting) = state.withLock {
@@ -1238,8 +1214,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         }
         // Answered once the state shows the group (so a writer's next read or condition sees its
         // write) and after the lock, so that a resumed writer that reads at once does not wait for
-        // it; the first writer answers the others (``GroupAnswer``).
-        GroupAnswer.answer(group.waiters)
+        // the flusher to finish answering the others.
+        for (waiter, versions) in group.waiters { waiter.resume(returning: versions) }
         if checkpointDue {
             DispatchQueue.global().async { [self] in
                 try? writeCheckpoint()

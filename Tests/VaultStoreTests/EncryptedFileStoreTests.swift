@@ -330,14 +330,15 @@ import Glibc
         reopened.close()
     }
 
-    /// The flusher answers the first writer of a group, which answers the others: each writer must
-    /// still get its own versions, whether it came first or not.
+    /// The writers of one group are answered together after its sync: each must get its own
+    /// versions, whatever its place in the group.
     @Test func everyWriterOfAGroupGetsItsOwnVersions() async throws {
         let sandbox = try StoreSandbox()
         let store = try sandbox.open(testOptions())
         let writers = 64
         for writer in 0..<writers {  // record w<n> at version n + 1
-            let put = RecordWrite.put(collection: "v", id: "w\(writer)", value: [UInt8(writer)], condition: .unconditional)
+            let put = RecordWrite.put(
+                collection: "v", id: "w\(writer)", value: [UInt8(writer)], condition: .unconditional)
             #expect(try await store.commit(Array(repeating: put, count: writer + 1)).last == UInt64(writer + 1))
         }
         for round in 0..<3 {
@@ -379,7 +380,9 @@ import Glibc
         }
         #expect(hashes.count == 40)
         let long = "client-0001:card_000000000000000"
-        #expect(Key(collection: "card-numbers", id: long + "1").hashValue != Key(collection: "card-numbers", id: long + "2").hashValue)
+        #expect(
+            Key(collection: "card-numbers", id: long + "1").hashValue
+                != Key(collection: "card-numbers", id: long + "2").hashValue)
     }
 
     @Test func compactionReclaimsSpaceKeepsEveryRecordAndSurvivesReopen() async throws {
