@@ -76,9 +76,7 @@ extension EncryptedFileStore {
     /// meanwhile and need no move), durably, through the same group commit as writes.
     func commitRelocations(_ relocations: [Relocation], requireCurrentKey: Bool) async throws {
         guard !relocations.isEmpty else { return }
-        _ = try await withUnsafeThrowingContinuation { (waiter: Waiter) in
-            enqueue(.relocations(relocations, requireCurrentKey: requireCurrentKey, waiter))
-        }
+        _ = try await awaitGroup { .relocations(relocations, requireCurrentKey: requireCurrentKey, $0) }
     }
 
     /// A complete single-frame batch for a record, from its names, versions and sealed bytes.

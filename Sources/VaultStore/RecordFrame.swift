@@ -146,7 +146,7 @@ enum RecordFrame {
     /// Writes the AAD of ``authenticatedData(kind:collection:id:keyVersion:recordVersion:)`` into
     /// `output`, which holds exactly ``authenticatedDataSize(collection:id:)`` bytes:
     /// "cvr1", kind, key version (u32), record version (u64), then each name after its length.
-    private static func writeAuthenticatedData(
+    static func writeAuthenticatedData(
         into output: UnsafeMutableRawBufferPointer, kind: Kind, collection: UnsafeRawBufferPointer,
         id: UnsafeRawBufferPointer, keyVersion: UInt32, recordVersion: UInt64
     ) {

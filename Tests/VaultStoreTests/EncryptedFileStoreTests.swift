@@ -330,6 +330,61 @@ import Glibc
         reopened.close()
     }
 
+    /// The writers of one group are answered together after its sync: each must get its own
+    /// versions, whatever its place in the group.
+    @Test func everyWriterOfAGroupGetsItsOwnVersions() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions())
+        let writers = 64
+        for writer in 0..<writers {  // record w<n> at version n + 1
+            let put = RecordWrite.put(
+                collection: "v", id: "w\(writer)", value: [UInt8(writer)], condition: .unconditional)
+            #expect(try await store.commit(Array(repeating: put, count: writer + 1)).last == UInt64(writer + 1))
+        }
+        for round in 0..<3 {
+            let answers = try await withThrowingTaskGroup(of: (Int, [UInt64]).self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        let versions = try await store.commit([
+                            .put(collection: "v", id: "w\(writer)", value: [UInt8(writer)], condition: .unconditional),
+                            .delete(collection: "v", id: "absent\(writer)", condition: .unconditional),
+                            .put(collection: "v", id: "r\(round)-\(writer)", value: [1], condition: .absent),
+                        ])
+                        return (writer, versions)
+                    }
+                }
+                var answers: [Int: [UInt64]] = [:]
+                for try await (writer, versions) in group { answers[writer] = versions }
+                return answers
+            }
+            for writer in 0..<writers {
+                #expect(answers[writer] == [UInt64(writer + 2 + round), 0, 1])
+            }
+        }
+        #expect(store.statistics.commitGroups < store.statistics.commits)
+        store.close()
+    }
+
+    /// Record keys hash their names in place a word at a time: names that differ only in where the
+    /// collection ends, or in a tail shorter than a word, must not hash alike.
+    @Test func recordKeysOfShiftedOrPaddedNamesHashApart() {
+        typealias Key = EncryptedFileStore.RecordKey
+        #expect(Key(collection: "ab", id: "c").hashValue != Key(collection: "a", id: "bc").hashValue)
+        #expect(Key(collection: "ab", id: "c") != Key(collection: "a", id: "bc"))
+        var hashes: Set<Int> = []
+        for length in 0..<40 {
+            let id = String(repeating: "x", count: length)
+            hashes.insert(Key(collection: "cards", id: id).hashValue)
+            #expect(Key(collection: "cards", id: id) == Key(collection: "cards", id: String(id)))
+            #expect(Key(collection: "cards", id: id).hashValue == Key(collection: "cards", id: id + "").hashValue)
+        }
+        #expect(hashes.count == 40)
+        let long = "client-0001:card_000000000000000"
+        #expect(
+            Key(collection: "card-numbers", id: long + "1").hashValue
+                != Key(collection: "card-numbers", id: long + "2").hashValue)
+    }
+
     @Test func compactionReclaimsSpaceKeepsEveryRecordAndSurvivesReopen() async throws {
         let sandbox = try StoreSandbox()
         let store = try sandbox.open(testOptions(segmentBytes: 32 << 10))
