@@ -116,8 +116,12 @@ struct PgbenchLoad {
 
     private static let tpsPattern = "tps = "
 
+    /// pgbench's `-T` for a run of `seconds`: at least 3 s, since its clock includes connecting the 64 clients
+    /// (a backend fork each), which on a busy 2-core host can take the whole of a 1-s warm-up ("processed: 0").
+    static func duration(_ seconds: Double) -> Int { max(3, Int(seconds.rounded())) }
+
     func run(seconds: Double) throws -> Sample {
-        let duration = max(1, Int(seconds.rounded()))
+        let duration = Self.duration(seconds)
         let logs = cluster.directory + "/pgbench-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: logs) }
