@@ -153,6 +153,12 @@ public final class PostgresRecordStore: RecordStore, Sendable {
             END
             """)
 
+    /// The pool's sessions join only by nested loop over the primary key. Every statement of the pool is a lookup
+    /// by (collection, id) or a range of it; a batch's statement is prepared once and run with a generic plan that
+    /// sees its arrays as about 100 rows, for which the planner (while the table is small, as after a migration)
+    /// would pick a hash join over a scan of the whole table, then keep that plan as the table grows.
+    static let sessionPlanSettings = "SET enable_hashjoin = off; SET enable_mergejoin = off"
+
     /// Connects, checks the schema (``PostgresSchema/currentVersion``) and opens the keyring (creating it
     /// in an empty database), then starts the pool.
     /// - Throws: ``PostgresError`` `.schema` when the database needs `cardvault db migrate`, `.connection`
@@ -188,6 +194,7 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         let level = options.synchronousCommit
         self.pool = PostgresPool(options: options, connections: options.poolSize, name: "store") { connection in
             try connection.execute("SET synchronous_commit TO '\(level)'")
+            try connection.execute(Self.sessionPlanSettings)
         }
         self.watcher = KeyRingWatcher(
             keyRing: keyRing, options: options, connection: watcherConnection, metrics: pool.metrics)

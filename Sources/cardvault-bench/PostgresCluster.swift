@@ -23,10 +23,14 @@ final class PostgresCluster {
         let settings = [
             "listen_addresses=''", "unix_socket_directories='\(directory)'", "port=\(port)", "fsync=on",
             "synchronous_commit=on", "max_connections=100", "shared_buffers=256MB", "wal_buffers=16MB",
-        ].map { "-c " + $0 }.joined(separator: " ")
+        ]
+        // For profiling only (never in a recorded run): e.g. "shared_preload_libraries=pg_stat_statements".
+        let extra = (ProcessInfo.processInfo.environment["CARDVAULT_BENCH_POSTGRES_SETTINGS"] ?? "")
+            .split(separator: " ").map(String.init)
+        let options = (settings + extra).map { "-c " + $0 }.joined(separator: " ")
         try asServerUser(
             Self.binaries + "/pg_ctl",
-            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings, "start"])
+            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", options, "start"])
         running = true
         try ChildProcess.check(
             Self.binaries + "/psql",
