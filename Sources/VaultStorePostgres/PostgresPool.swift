@@ -39,6 +39,20 @@ final class PostgresPool: Sendable {
         case session(@Sendable (PostgresConnection) throws -> PostgresRows)
     }
 
+    /// A batch of distinct records in the plain statement's form (``PostgresRecordStore/putStatement``'s
+    /// parameters, kept apart), which a take may send in one statement with the other such batches it holds.
+    struct PlainBatch: Sendable {
+        var collections: [String]
+        var ids: [String]
+        var expected: [Int64]
+        var versions: [Int64]
+        /// The data key version the puts are sealed under (0: no put).
+        var keyVersion: Int32
+        var values: [[UInt8]]
+        /// Writes that must change a row (puts, and deletes with an expected version).
+        var mustChange: Int64
+    }
+
     struct Job {
         var statement: PostgresStatement
         var parameters: [PostgresValue]
@@ -47,6 +61,8 @@ final class PostgresPool: Sendable {
         var waiter: UnsafeContinuation<PostgresRows, any Error>
         /// A commit sent on a connection that broke before its answer came: it may have applied.
         var inDoubt = false
+        /// The commit as a plain batch, when it may be merged with the other plain batches of its take.
+        var plain: PlainBatch?
     }
 
     private struct Queue {
@@ -55,6 +71,11 @@ final class PostgresPool: Sendable {
         /// Connections up now (for health and status).
         var connected = 0
         var lastFailure = ""
+        /// Connection threads waiting for work now.
+        var sleeping = 0
+        /// A sleeping thread was signalled and has not taken the queue yet: jobs queued meanwhile wait for it
+        /// (one wake-up takes them all) instead of waking another thread each.
+        var signalled = false
     }
 
     static let maximumTake = 64
@@ -102,25 +123,38 @@ final class PostgresPool: Sendable {
     var queuedCount: Int { queue.withLock { $0.jobs.count } }
 
     /// Queues a job and waits for its rows.
+    /// - Parameter plain: a commit's batch in mergeable form (``PlainBatch``); `statement` and `parameters` are
+    ///   what is sent when it goes alone.
     func run(
-        _ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read
+        _ statement: PostgresStatement, _ parameters: [PostgresValue], kind: Kind = .read, plain: PlainBatch? = nil
     ) async throws -> PostgresRows {
         try await withUnsafeThrowingContinuation { (waiter: UnsafeContinuation<PostgresRows, any Error>) in
-            let job = Job(statement: statement, parameters: parameters, kind: kind, enqueued: Date(), waiter: waiter)
-            let refused = queue.withLock { queue -> Bool in
-                if queue.closing { return true }
+            let job = Job(
+                statement: statement, parameters: parameters, kind: kind, enqueued: Date(), waiter: waiter,
+                plain: plain)
+            let admission = queue.withLock { queue -> Admission in
+                if queue.closing { return .refused }
                 queue.jobs.append(job)
-                return false
+                // A busy thread takes the queue when its round ends; a thread already signalled takes this job too.
+                guard queue.sleeping > 0, !queue.signalled else { return .queued }
+                queue.signalled = true
+                return .wakeOne
             }
-            if refused {
+            if admission == .refused {
                 waiter.resume(throwing: StoreError(.closed, "the store is closed"))
                 return
             }
             metrics.queued(poolSize: threads)
-            wake.lock()
-            wake.signal()
-            wake.unlock()
+            if admission == .wakeOne {
+                wake.lock()
+                wake.signal()
+                wake.unlock()
+            }
         }
+    }
+
+    private enum Admission {
+        case refused, queued, wakeOne
     }
 
     /// Runs `body` on a connection of its own (one job), returning its rows.
@@ -226,7 +260,11 @@ final class PostgresPool: Sendable {
         while true {
             let taken = queue.withLock { queue -> [Job]? in
                 if queue.closing { return [] }
-                guard !queue.jobs.isEmpty else { return nil }
+                guard !queue.jobs.isEmpty else {
+                    queue.sleeping += 1
+                    return nil
+                }
+                queue.signalled = false
                 if case .session = queue.jobs[0].kind { return [queue.jobs.removeFirst()] }
                 // Reads and commits go in separate round trips: a read never waits for a commit's WAL flush.
                 var taken: [Job] = []
@@ -257,10 +295,18 @@ final class PostgresPool: Sendable {
                 }
                 return taken
             }
-            // What was left (the other kind) goes to another connection.
-            if let taken, !taken.isEmpty, !queue.withLock({ $0.jobs.isEmpty }) { wake.signal() }
-            if let taken { return taken }
+            if let taken {
+                // What was left (the other kind, a session) goes to another connection.
+                let leftover = queue.withLock { queue -> Bool in
+                    guard !queue.jobs.isEmpty, queue.sleeping > 0, !queue.signalled else { return false }
+                    queue.signalled = true
+                    return true
+                }
+                if leftover { wake.signal() }
+                return taken
+            }
             _ = wake.wait(until: Date().addingTimeInterval(0.5))
+            queue.withLock { $0.sleeping -= 1 }
         }
     }
 
@@ -312,6 +358,112 @@ final class PostgresPool: Sendable {
         }
         let reads = pending.filter { if case .read = $0.kind { return true } else { return false } }
         let commits = pending.filter { if case .commit = $0.kind { return true } else { return false } }
+        if reads.isEmpty, let merged = Self.merged(commits) {
+            try workMerged(commits, merged, on: connection)
+            return
+        }
+        try workTogether(reads: reads, commits: commits, on: connection)
+    }
+
+    /// The commits of a take as one plain statement: nil unless every one is a ``PlainBatch``, no record appears
+    /// in two of them, and their puts are sealed under one data key version.
+    static func merged(_ commits: [Job]) -> (statement: PostgresStatement, parameters: [PostgresValue])? {
+        guard !commits.isEmpty else { return nil }
+        var collections: [String] = []
+        var ids: [String] = []
+        var expected: [Int64] = []
+        var versions: [Int64] = []
+        var values: [[UInt8]] = []
+        var mustChange: Int64 = 0
+        var key: Int32 = 0
+        var seen = Set<String>()
+        for job in commits {
+            guard let batch = job.plain else { return nil }
+            if batch.keyVersion != 0 {
+                if key == 0 {
+                    key = batch.keyVersion
+                } else if key != batch.keyVersion {
+                    return nil
+                }
+            }
+            if commits.count > 1 {
+                // Each batch's records are distinct already; two batches naming one record go one by one.
+                for (collection, id) in zip(batch.collections, batch.ids)
+                where !seen.insert(collection + "\u{0}" + id).inserted {
+                    return nil
+                }
+            }
+            collections += batch.collections
+            ids += batch.ids
+            expected += batch.expected
+            versions += batch.versions
+            values += batch.values
+            mustChange += batch.mustChange
+        }
+        let statement =
+            versions.contains(0) ? PostgresRecordStore.putStatement : PostgresRecordStore.putOnlyStatement
+        return (
+            statement,
+            [
+                .textArray(collections), .textArray(ids), .int64Array(expected), .int64Array(versions), .int32(key),
+                .byteaArray(values), .int64(mustChange),
+            ]
+        )
+    }
+
+    /// Sends a take's commits as one statement after the key lock, in one implicit transaction (the pipeline's
+    /// sync point commits it: one round trip, one plan execution, one WAL flush). A missed condition, a stale key
+    /// version or any other refusal applied nothing; the commits then go again one statement each
+    /// (``workTogether(reads:commits:on:)``), which tells whose batch it was.
+    private func workMerged(
+        _ commits: [Job], _ merged: (statement: PostgresStatement, parameters: [PostgresValue]),
+        on connection: PostgresConnection
+    ) throws {
+        do {
+            try connection.prepare(Self.keyLockShared.name, Self.keyLockShared.sql)
+            try connection.prepare(merged.statement.name, merged.statement.sql)
+        } catch let error as PostgresError where error.code == .connection {
+            throw BrokenConnection(unanswered: commits)
+        } catch {
+            for job in commits { job.waiter.resume(throwing: Self.storeError(error)) }
+            return
+        }
+        let outcomes: [Result<PostgresRows, PostgresError>]
+        do {
+            outcomes = try connection.pipeline([
+                .init(statement: Self.keyLockShared.name, parameters: [], syncAfter: false),
+                .init(statement: merged.statement.name, parameters: merged.parameters, syncAfter: true),
+            ])
+        } catch {
+            throw BrokenConnection(unanswered: commits.map(Self.markInDoubt))
+        }
+        switch outcomes[1] {
+        case .success(let rows) where rows.int64(0, 0) == 0:
+            for job in commits { job.waiter.resume(returning: Self.applied) }
+            return
+        case .success(let rows) where commits.count == 1:
+            commits[0].waiter.resume(returning: rows)  // -1: sealed under a replaced key version, nothing written
+            return
+        case .success:
+            break
+        case .failure(let error):
+            if error.code == .connection { throw BrokenConnection(unanswered: commits.map(Self.markInDoubt)) }
+            if commits.count == 1, error.sqlState == Self.conflictState {
+                commits[0].waiter.resume(throwing: error)  // its caller sends it through `cardvault_commit`
+                return
+            }
+        }
+        do {
+            try connection.rollBackFailedTransaction()
+        } catch {
+            throw BrokenConnection(unanswered: commits.map(Self.markInDoubt))
+        }
+        try workTogether(reads: [], commits: commits, on: connection)
+    }
+
+    /// Sends reads (each on its own) and commits (one statement each, in one explicit transaction) in one round trip.
+    private func workTogether(reads: [Job], commits: [Job], on connection: PostgresConnection) throws {
+        let pending = reads + commits
         var steps: [PostgresConnection.PipelineStep] = []
         do {
             for job in pending { try connection.prepare(job.statement.name, job.statement.sql) }

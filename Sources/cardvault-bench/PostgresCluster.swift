@@ -23,10 +23,14 @@ final class PostgresCluster {
         let settings = [
             "listen_addresses=''", "unix_socket_directories='\(directory)'", "port=\(port)", "fsync=on",
             "synchronous_commit=on", "max_connections=100", "shared_buffers=256MB", "wal_buffers=16MB",
-        ].map { "-c " + $0 }.joined(separator: " ")
+        ]
+        // For profiling only (never in a recorded run): e.g. "shared_preload_libraries=pg_stat_statements".
+        let extra = (ProcessInfo.processInfo.environment["CARDVAULT_BENCH_POSTGRES_SETTINGS"] ?? "")
+            .split(separator: " ").map(String.init)
+        let options = (settings + extra).map { "-c " + $0 }.joined(separator: " ")
         try asServerUser(
             Self.binaries + "/pg_ctl",
-            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", settings, "start"])
+            ["-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "-o", options, "start"])
         running = true
         try ChildProcess.check(
             Self.binaries + "/psql",
@@ -116,8 +120,12 @@ struct PgbenchLoad {
 
     private static let tpsPattern = "tps = "
 
+    /// pgbench's `-T` for a run of `seconds`: at least 3 s, since its clock includes connecting the 64 clients
+    /// (a backend fork each), which on a busy 2-core host can take the whole of a 1-s warm-up ("processed: 0").
+    static func duration(_ seconds: Double) -> Int { max(3, Int(seconds.rounded())) }
+
     func run(seconds: Double) throws -> Sample {
-        let duration = max(1, Int(seconds.rounded()))
+        let duration = Self.duration(seconds)
         let logs = cluster.directory + "/pgbench-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: logs) }

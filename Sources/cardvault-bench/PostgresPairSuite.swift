@@ -364,7 +364,7 @@ final class PairCPU {
     func measurePeer(seconds: Double, _ body: () throws -> Sample) rethrows -> Sample {
         let database = cluster.cpuSeconds
         let sample = try body()
-        let duration = Double(max(1, Int(seconds.rounded())))  // pgbench -T, as PgbenchLoad runs it
+        let duration = Double(PgbenchLoad.duration(seconds))  // pgbench -T, as PgbenchLoad runs it
         let count = sample.rate * duration
         if let database, let databaseAfter = cluster.cpuSeconds, count > 0 {
             peerRuns.append(

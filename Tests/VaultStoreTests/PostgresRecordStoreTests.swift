@@ -219,4 +219,55 @@ import VaultStorePostgres
             }
         }
     }
+
+    /// With one connection, the distinct batches queued together go as one statement: a batch that misses its
+    /// condition undoes it, and then fails alone while every other batch of the take still applies (puts and
+    /// deletes alike).
+    @Test func aMissedConditionInAMergedTakeFailsOnlyItsOwnBatch() async throws {
+        let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
+        let store = sandbox.store
+        for index in 0..<64 { try await store.put("regs", id: "r\(index)", value: [0], condition: .absent) }
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    // Every batch names records of its own: a fresh card, and its registration r(index) updated at
+                    // version 1 (applies), at version 7 (index % 8 == 3: misses) or deleted at version 1
+                    // (index % 8 == 5: applies).
+                    var writes: [RecordWrite] = [
+                        .put(collection: "cards", id: "c\(index)", value: [UInt8(index)], condition: .absent)
+                    ]
+                    if index % 8 == 5 {
+                        writes.append(.delete(collection: "regs", id: "r\(index)", condition: .version(1)))
+                    } else {
+                        writes.append(
+                            .put(
+                                collection: "regs", id: "r\(index)", value: [UInt8(index)],
+                                condition: .version(index % 8 == 3 ? 7 : 1)))
+                    }
+                    do {
+                        _ = try await store.commit(writes)
+                        return (index, true)
+                    } catch let error as StoreError where error.code == .conflict {
+                        return (index, false)
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        for index in 0..<64 {
+            let card = try await store.get("cards", id: "c\(index)")
+            let registration = try await store.get("regs", id: "r\(index)")
+            switch index % 8 {
+            case 3:
+                #expect(outcomes[index] == false, "batch \(index) missed its condition")
+                #expect(card == nil && registration?.version == 1 && registration?.value == [0])
+            case 5:
+                #expect(outcomes[index] == true, "batch \(index) applied")
+                #expect(card?.value == [UInt8(index)] && registration == nil)
+            default:
+                #expect(outcomes[index] == true, "batch \(index) applied")
+                #expect(card?.value == [UInt8(index)] && registration?.version == 2)
+            }
+        }
+    }
 }
