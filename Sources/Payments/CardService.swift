@@ -1,5 +1,6 @@
 public import CardKit
 import VaultCore
+public import VaultCrypto
 import VaultStore
 
 /// Reads, lists and deactivates a client's cards, and reads the profiling attempts of tokenizations.

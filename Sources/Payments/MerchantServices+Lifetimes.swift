@@ -1,6 +1,7 @@
 import Foundation
 import Risk
 import VaultCore
+import VaultCrypto
 public import VaultStore
 
 extension MerchantServices {

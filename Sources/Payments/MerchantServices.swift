@@ -1,5 +1,6 @@
 public import Risk
 import VaultCore
+public import VaultCrypto
 
 /// Every service of the merchant API, built once from one environment and shared by the routes.
 public struct MerchantServices: Sendable {

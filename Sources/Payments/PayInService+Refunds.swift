@@ -130,7 +130,8 @@ extension PayInService {
             let handing = result == .success ? Stored(value: debitedWallet, version: walletVersion + 1) : nil
             do {
                 try await mapStoreErrors {
-                    try await environment.store.commit(writes, whenQueued: { queued in turn.hand(queued ? handing : nil) })
+                    try await environment.store.commit(
+                        writes, whenQueued: { queued in turn.hand(queued ? handing : nil) })
                 }
             } catch let error as StoreError where error.code == .conflict {
                 await turn.settle()  // the next attempt reads what the change this one built on left

@@ -649,7 +649,8 @@ public struct PayInService: Sendable {
                 let handing = writtenWallet
                 let currentTurn = turn
                 try await mapStoreErrors {
-                    try await environment.store.commit(writes, whenQueued: { queued in currentTurn?.hand(queued ? handing : nil) })
+                    try await environment.store.commit(
+                        writes, whenQueued: { queued in currentTurn?.hand(queued ? handing : nil) })
                 }
             } catch let error as StoreError where error.code == .conflict {
                 // What the previous change handed on did not hold, or another writer got there: wait until the

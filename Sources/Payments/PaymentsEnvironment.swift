@@ -18,9 +18,8 @@ public struct PaymentsEnvironment: Sendable {
     /// Keeps this process's event ids strictly increasing (``EventLog``), so one resource's events list in the
     /// order they happened even within one microsecond or one batch.
     public let eventStamps = EventStamps()
-    /// Turns on wallets (``HotRecordQueue``): every change of a wallet's record in this process (credits, refunds'
-    /// debits, updates) takes the wallet's turn, so that a credit handed on before its commit is durable is never
-    /// built upon by a writer that did not see it.
+    /// Turns on wallets (``HotRecordQueue``): every change of a wallet (credit, refund, update) takes its turn, so
+    /// that no writer builds on a version a credit handed on without seeing it.
     let walletTurns = HotRecordQueue<Wallet>()
 
     public init(

@@ -1,4 +1,5 @@
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 /// The audit record of one vaulted card number erased when its user was closed: which card, whose, when. Never the

@@ -93,8 +93,7 @@ public struct WalletService: Sendable {
             exhausted: PaymentsError(
                 .concurrentChange, "The wallet kept changing under this request; nothing was written")
         ) {
-            // An update takes the wallet's turn as credits do (``PaymentsEnvironment/walletTurns``), and starts
-            // from what the last credit handed on.
+            // The wallet's turn, as credits take it (``PaymentsEnvironment/walletTurns``).
             let turn = await environment.walletTurns.take(Identifier.scoped(clientId, id))
             defer { turn.finish(failed: false) }
             let handed = turn.latest

@@ -227,7 +227,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     typealias Waiter = UnsafeContinuation<[UInt64], any Error>
 
     /// Queues work for the flusher and waits until its group is synced (or the work refused).
-    func awaitGroup(_ work: (Waiter) -> QueuedWork, whenQueued: (_ queued: Bool) -> Void = { _ in }) async throws
+    func awaitGroup(
+        _ work: (Waiter) -> QueuedWork, whenQueued: (_ queued: Bool) -> Void = { _ in }
+    ) async throws
         -> [UInt64]
     {
         try await withUnsafeThrowingContinuation { (waiter: Waiter) in
@@ -718,7 +720,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
     /// ``commit(_:)``; `whenQueued` runs once the batch is in the flusher's queue (whose order is the order in
     /// which conditions are checked), or at once when it is refused before that.
     @discardableResult
-    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void) async throws
+    public func commit(
+        _ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void
+    ) async throws
         -> [UInt64]
     {
         var queued = false

@@ -91,7 +91,9 @@ public protocol RecordStore: Sendable {
 extension RecordStore {
     /// Without an order of queued writes: `whenQueued` runs once the commit is done (`true`) or failed (`false`).
     @discardableResult
-    public func commit(_ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void) async throws
+    public func commit(
+        _ writes: [RecordWrite], whenQueued: @Sendable (_ queued: Bool) -> Void
+    ) async throws
         -> [UInt64]
     {
         let versions: [UInt64]

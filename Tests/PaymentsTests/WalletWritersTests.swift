@@ -87,7 +87,9 @@ import VaultStore
         let directory = NSTemporaryDirectory() + "cv-wallet-writers-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         _ = try KeyRing.createMasterKey(keysDirectory: directory + "/keys")
-        return (try EncryptedFileStore.open(directory: directory + "/data", keysDirectory: directory + "/keys"), directory)
+        return (
+            try EncryptedFileStore.open(directory: directory + "/data", keysDirectory: directory + "/keys"), directory
+        )
     }
 
     /// Two daemons on one store (as on a shared PostgreSQL database), each with its own wallet turns, crediting

@@ -1,10 +1,9 @@
 import Foundation
 public import VaultCore
-public import VaultCrypto
 
 /// Keeps card security codes in memory only, each in a buffer wiped when released, for the first payment or
-/// validation of the card, and at most ``PaymentsConfiguration/securityCodeRetention`` (1 hour). Never written
-/// anywhere: a restart forgets them.
+/// validation of the card, and at most the retention the caller gives (Payments' `securityCodeRetention`, 1 hour).
+/// Never written anywhere: a restart forgets them.
 public final class SecurityCodeHold: Sendable {
     private struct Entry: Sendable {
         var code: SecureBytes
@@ -33,7 +32,7 @@ public final class SecurityCodeHold: Sendable {
     private static func key(_ clientId: String, _ cardId: String) -> String { clientId + ":" + cardId }
 
     /// Holds `digits` (ASCII) for card `cardId` of `clientId` for `lifetime` seconds.
-    func hold(clientId: String, cardId: String, digits: some Collection<UInt8>, lifetime: TimeInterval) {
+    package func hold(clientId: String, cardId: String, digits: some Collection<UInt8>, lifetime: TimeInterval) {
         let now = clock.now
         let entry = Entry(code: SecureBytes(copying: digits), expiresAt: now.addingTimeInterval(lifetime))
         state.withLock { state in
@@ -69,7 +68,7 @@ public final class SecurityCodeHold: Sendable {
     }
 
     /// Drops the code of a card, if any.
-    func discard(clientId: String, cardId: String) {
+    package func discard(clientId: String, cardId: String) {
         _ = state.withLock { $0.entries.removeValue(forKey: Self.key(clientId, cardId)) }
     }
 
