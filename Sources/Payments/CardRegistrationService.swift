@@ -1,7 +1,7 @@
 import CardKit
 import Foundation
 public import VaultCore
-import VaultCrypto
+public import VaultCrypto
 import VaultStore
 
 /// The form fields the browser posts to the tokenization URL.

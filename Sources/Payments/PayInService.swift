@@ -2,7 +2,7 @@ import CardKit
 import Foundation
 public import Risk
 import VaultCore
-import VaultCrypto
+public import VaultCrypto
 import VaultStore
 
 /// One risk verdict on a pay-in, as the profiling attempt it used shows it.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 public import VaultCore
 
 /// Keeps card security codes in memory only, each in a buffer wiped when released, for the first payment or
