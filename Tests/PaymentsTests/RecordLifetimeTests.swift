@@ -3,6 +3,7 @@ import Foundation
 import Risk
 import Testing
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 @testable import Payments
