@@ -89,7 +89,7 @@ public struct WalletService: Sendable {
         rules.length(tag, "Tag")
         try rules.check()
         return try await retryingOnConflict(
-            attempts: 5,
+            attempts: 10,
             exhausted: PaymentsError(
                 .concurrentChange, "The wallet kept changing under this request; nothing was written")
         ) {
