@@ -17,52 +17,10 @@ import VaultStore
     )
         async throws
     {
-        var policy = RiskPolicy()
-        policy.maxPerCard = 1_000_000
-        policy.maxPerUser = 1_000_000
-        policy.maxPerIP = 1_000_000
-        policy.maxPerDevice = 1_000_000
-        let services = MerchantServices(
-            environment: PaymentsEnvironment(
-                store: store, clock: SystemClock(), random: RandomPool(), fingerprintKeys: fingerprintKeys,
-                configuration: PaymentsConfiguration(publicBaseURL: "https://vault.example/"), logger: .disabled),
-            riskPolicy: policy)
-        var fields = UserFields()
-        fields.firstName = "Pay"
-        fields.lastName = "Er"
-        fields.email = "payer@example.com"
-        let payer = try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
-        let wallet = try await services.wallets.create(
-            clientId: "shop", owners: [payer.id], description: "seller", currency: "EUR", tag: nil)
-        let registration = try await services.cardRegistrations.create(
-            clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
-        guard
-            case .success(let token, _) = try await services.cardRegistrations.tokenize(
-                clientId: "shop", id: registration.id,
-                form: TokenizationForm(
-                    data: registration.preregistrationData, accessKeyRef: registration.accessKey,
-                    cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
-                signals: DeviceSignals(ipAddress: "192.0.2.7"))
-        else { throw PaymentsError(.invalidState, "tokenization failed") }
-        let card = try #require(
-            try await services.cardRegistrations.update(
-                clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
-                cardHolderName: nil, tag: nil
-            ).cardId)
+        let shop = try await WalletWritersTests.Shop.open(store: store, fingerprintKeys: fingerprintKeys)
         let statuses = try await withThrowingTaskGroup(of: String.self) { group in
             for index in 0..<count {
-                group.addTask {
-                    var request = PayInRequest()
-                    request.authorId = payer.id
-                    request.creditedWalletId = wallet.id
-                    request.debitedFunds = Funds(currency: "EUR", amount: 1000 + Int64(index))
-                    request.fees = Funds(currency: "EUR", amount: 100)
-                    request.cardId = card
-                    request.secureModeReturnURL = "https://shop.example/return"
-                    request.ipAddress = "192.0.2.7"
-                    request.browserInfo = BrowserInfo(acceptHeader: "text/html", userAgent: "UA/1")
-                    return try await services.payIns.create(clientId: "shop", request: request).status
-                }
+                group.addTask { try await shop.pay(1000 + Int64(index), through: shop.services)?.status ?? "REFUSED" }
             }
             var statuses: [String] = []
             for try await status in group { statuses.append(status) }
@@ -70,7 +28,7 @@ import VaultStore
         }
         #expect(statuses.count == count && statuses.allSatisfy { $0 == "SUCCEEDED" })
         let expected = (0..<count).reduce(Int64(0)) { $0 + 900 + Int64($1) }
-        #expect(try await services.wallets.get(clientId: "shop", id: wallet.id).balance == expected)
+        #expect(try await shop.balance == expected)
     }
 
     @Test func concurrentPayInsIntoOneWalletAllSucceedInMemory() async throws {
