@@ -73,7 +73,8 @@ struct StoreSuite: BenchSuite {
             var comparison = context.compare(
                 "durable appends, \(writers) writer\(writers == 1 ? "" : "s")", unit: "records/s",
                 subject: subject, anchor: anchor, plan: context.shortPlan,
-                target: writers == 64 ? { Target(goal: "≥ \(Self.targetRatio)x the C baseline", met: Self.meets($0)) } : nil
+                target: writers == 64
+                    ? { Target(goal: "≥ \(Self.targetRatio)x the C baseline", met: Self.meets($0)) } : nil
             )
             if let average = batches.averageBatch {
                 comparison.note =
