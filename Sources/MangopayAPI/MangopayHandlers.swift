@@ -316,8 +316,9 @@ struct MangopayHandlers: Sendable {
             let form = try request.formFields()
             request.wipeBody()  // the card number now lives in `form` only
             var device: [String: String] = [:]
-            for name in ProfilingAttempt.deviceFieldNames {
-                if let value = form[name] { device[name] = value }
+            // One pass over the posted fields (the first value of a name wins, as `form[name]` would give).
+            for (name, value) in form.pairs where device[name] == nil && Self.deviceFieldNames.contains(name) {
+                device[name] = value
             }
             let signals = DeviceSignals(
                 ipAddress: request.remoteAddress.isEmpty ? nil : request.remoteAddress,
@@ -357,6 +358,10 @@ struct MangopayHandlers: Sendable {
         addCORS(to: &response, request)
         return response
     }
+
+    /// The device fields a tokenization form may carry (``ProfilingAttempt/deviceFieldNames``), for one hash look-up
+    /// per posted field.
+    private static let deviceFieldNames = Set(ProfilingAttempt.deviceFieldNames)
 
     /// CORS preflight for the tokenization endpoint.
     func preflight(_ request: Request) -> Response {

@@ -259,13 +259,14 @@ public struct CardRegistrationService: Sendable {
                 clientId: clientId, cardId: cardId, digits: cvx.utf8,
                 lifetime: environment.configuration.securityCodeRetention)
         }
-        environment.logger.info(
-            "card tokenized",
-            [
-                "clientId": .string(clientId), "cardRegistrationId": .string(registration.id),
-                "cardId": .string(cardId),
-                "alias": .redacted(card.pan.alias),
-            ])
+        if environment.logger.minimumLevel <= .info {  // no metadata dictionary (nor alias) for a line not written
+            environment.logger.info(
+                "card tokenized",
+                [
+                    "clientId": .string(clientId), "cardRegistrationId": .string(registration.id),
+                    "cardId": .string(cardId), "alias": .redacted(card.pan.alias),
+                ])
+        }
         return .success(token: Redacted(token), profilingReference: attempt.reference)
     }
 

@@ -42,8 +42,8 @@ public struct DeviceSignals: Sendable, Equatable {
     var bounded: DeviceSignals {
         func cut(_ text: String?, _ limit: Int) -> String? { text.map { String($0.prefix(limit)) } }
         var device: [String: String] = [:]
-        for name in ProfilingAttempt.deviceFieldNames {
-            if let value = self.device[name] { device[name] = String(value.prefix(128)) }
+        for (name, value) in self.device where ProfilingAttempt.deviceFieldNames.contains(name) {
+            device[name] = String(value.prefix(128))
         }
         return DeviceSignals(
             ipAddress: cut(ipAddress, 64), userAgent: cut(userAgent, 512), acceptLanguage: cut(acceptLanguage, 256),
