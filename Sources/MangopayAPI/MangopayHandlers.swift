@@ -317,7 +317,8 @@ struct MangopayHandlers: Sendable {
             request.wipeBody()  // the card number now lives in `form` only
             var device: [String: String] = [:]
             // One pass over the posted fields (the first value of a name wins, as `form[name]` would give).
-            for (name, value) in form.pairs where device[name] == nil && Self.deviceFieldNames.contains(name) {
+            let deviceFields = ProfilingAttempt.deviceFieldNames
+            for (name, value) in form.pairs where device[name] == nil && deviceFields.contains(name) {
                 device[name] = value
             }
             let signals = DeviceSignals(
@@ -358,10 +359,6 @@ struct MangopayHandlers: Sendable {
         addCORS(to: &response, request)
         return response
     }
-
-    /// The device fields a tokenization form may carry (``ProfilingAttempt/deviceFieldNames``), for one hash look-up
-    /// per posted field.
-    private static let deviceFieldNames = Set(ProfilingAttempt.deviceFieldNames)
 
     /// CORS preflight for the tokenization endpoint.
     func preflight(_ request: Request) -> Response {

@@ -14,8 +14,9 @@ public struct ProfilingAttempt: Sendable, Equatable, Codable {
     public var device: [String: String]
     public var creationDate: Int64
 
-    /// Device fields the tokenization form may carry, each at most 128 characters.
-    public static let deviceFieldNames: [String] = [
+    /// Device fields the tokenization form may carry, each at most 128 characters (a set: one hash look-up per
+    /// posted field).
+    public static let deviceFieldNames: Set<String> = [
         "deviceId", "screenWidth", "screenHeight", "colorDepth", "timeZoneOffset", "language", "platform",
         "javaEnabled", "javascriptEnabled", "touchSupport", "deviceMemory", "hardwareConcurrency",
     ]
