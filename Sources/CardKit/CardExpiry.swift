@@ -38,7 +38,15 @@ public struct CardExpiry: Hashable, Sendable, Comparable, CustomStringConvertibl
     /// The wire form `MMYY` (`"1229"`).
     public var mmyy: String {
         let yy = year % 100
-        return String(month / 10) + String(month % 10) + String(yy / 10) + String(yy % 10)
+        // Four ASCII digits written in place: a small string, no allocation.
+        let zero = UInt8(ascii: "0")
+        return String(unsafeUninitializedCapacity: 4) { text in
+            text[0] = zero + UInt8(month / 10)
+            text[1] = zero + UInt8(month % 10)
+            text[2] = zero + UInt8(yy / 10)
+            text[3] = zero + UInt8(yy % 10)
+            return 4
+        }
     }
 
     /// `MM/YY`, as printed on the card.

@@ -95,9 +95,18 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
     /// Whether two field names are the same, ignoring ASCII case (field names are tokens, RFC 9110 5.1), without
     /// making lower-case copies.
     static func sameName(_ lhs: String, _ rhs: String) -> Bool {
-        let left = lhs.utf8
-        let right = rhs.utf8
-        guard left.count == right.count else { return false }
+        guard lhs.utf8.count == rhs.utf8.count else { return false }
+        // Native and small strings hold their UTF-8 contiguously: compared in place, a byte at a time.
+        let inPlace = lhs.utf8.withContiguousStorageIfAvailable { left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in sameName(left, right) }
+        }
+        if let inPlace, let same = inPlace { return same }
+        return sameName(Array(lhs.utf8), Array(rhs.utf8))
+    }
+
+    private static func sameName(_ left: some RandomAccessCollection<UInt8>, _ right: some RandomAccessCollection<UInt8>)
+        -> Bool
+    {
         for (a, b) in zip(left, right) where a != b {
             guard a | 0x20 == b | 0x20, (a | 0x20) >= UInt8(ascii: "a"), (a | 0x20) <= UInt8(ascii: "z") else {
                 return false

@@ -44,7 +44,8 @@ struct StoreSuite: BenchSuite {
         let baseline = BaselineProgram.named("fsync_baseline", in: context)
         let subjectFactory = try StoreSubject.factory(context: context)
         var comparisons: [Comparison] = []
-        for writers in [1, 16, 64, 256] {
+        let only = ProcessInfo.processInfo.environment["CARDVAULT_BENCH_STORE_WRITERS"].flatMap { Int($0) }
+        for writers in [1, 16, 64, 256] where only == nil || only == writers {
             let anchor: Side
             switch baseline {
             case .success(let program):
@@ -88,6 +89,7 @@ struct StoreSuite: BenchSuite {
             }
             comparisons.append(comparison)
         }
+        if only != nil { return comparisons }
         comparisons += try StoreSubject.largeStore(context: context, open: subjectFactory, notes: &notes)
         return comparisons
     }
