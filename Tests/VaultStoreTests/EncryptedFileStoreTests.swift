@@ -447,29 +447,31 @@ import Glibc
     }
 
     /// Compaction walks the index in chunks with the lock free in between; records overwritten or
-    /// deleted between two chunks (after their chunk was read) are not moved back to an old value.
+    /// deleted after their chunk was read are neither moved back to an old value nor brought back.
     @Test func compactionWalksTheIndexInChunksWhileRecordsChange() async throws {
         let sandbox = try StoreSandbox()
         let opened = Shared<EncryptedFileStore?>(nil)
         let latest = Shared<[String: [UInt8]]>([:])
         let chunks = Shared<[(segment: UInt32, entries: Range<Int>)]>([])
-        let writes = Shared(0)
         var options = testOptions(segmentBytes: 8 << 10)
         options.compactionScanEntries = 32
         options.compactionScanned = { segment, entries in
+            let firstPass = chunks.value.allSatisfy {
+                $0.segment == segment && $0.entries.upperBound <= entries.lowerBound
+            }
             chunks.update { $0.append((segment, entries)) }
-            guard let store = opened.value, !entries.isEmpty else { return }
-            // Entry n holds record rn: overwrite the first record of the chunk, delete the third.
-            writes.update { $0 += 1 }
-            let id = "r\(entries.lowerBound)"
-            let newValue = value(id, UInt64(100 + writes.value))
+            guard firstPass, let store = opened.value, !entries.isEmpty else { return }
+            // In the first pass over the oldest segment entry n holds record rn: overwrite the first
+            // record of the chunk just read and delete its third, both found there for moving.
+            let overwritten = "r\(entries.lowerBound)"
             let deleted = "r\(entries.lowerBound + 2)"
+            let newValue = value(overwritten, 100)
             do {
-                try await store.put("a", id: id, value: newValue)
-                latest.update { $0[id] = newValue }
-                if latest.value[deleted] != nil {
-                    try await store.delete("a", id: deleted)
-                    latest.update { $0[deleted] = nil }
+                try await store.put("a", id: overwritten, value: newValue)
+                try await store.delete("a", id: deleted)
+                latest.update {
+                    $0[overwritten] = newValue
+                    $0[deleted] = nil
                 }
             } catch {
                 Issue.record(error)
@@ -484,6 +486,13 @@ import Glibc
             try await store.put("a", id: "r\(index)", value: value("r\(index)", 2))
             latest.update { $0["r\(index)"] = value("r\(index)", 2) }
         }
+        let inOldest = store.withState { state in
+            let oldest = state.segments.keys.min()
+            return ["r0", "r2", "r32", "r34"].allSatisfy { id in
+                state.index.find("a", id).map { state.index[$0].location.segment } == oldest
+            }
+        }
+        #expect(inOldest)
         let closedSegments = store.statistics.segments - 1
         #expect(closedSegments >= 3)
         opened.update { $0 = store }
@@ -502,7 +511,7 @@ import Glibc
         #expect(scanned.map(\.entries.upperBound).max() == 240)
 
         let expected = latest.value
-        #expect(expected.count == 240 - 8)  // one delete per chunk of a pass: entries 2, 34, ..., 226
+        #expect(expected.count == 240 - 8)  // one delete per chunk of the first pass: r2, r34, ..., r226
         func expectLatest(_ store: EncryptedFileStore) async throws {
             for index in 0..<240 {
                 #expect(try await store.get("a", id: "r\(index)")?.value == expected["r\(index)"])
