@@ -461,8 +461,9 @@ import Glibc
             }
             chunks.update { $0.append((segment, entries)) }
             guard firstPass, let store = opened.value, !entries.isEmpty else { return }
-            // In the first pass over the oldest segment entry n holds record rn: overwrite the first
-            // record of the chunk just read and delete its third, both found there for moving.
+            // Only in the first pass over the oldest segment. Entry n holds record rn (written in order
+            // into a new store): overwrite the first record of the chunk just read and delete its third,
+            // both already found there for moving.
             let overwritten = "r\(entries.lowerBound)"
             let deleted = "r\(entries.lowerBound + 2)"
             let newValue = value(overwritten, 100)
