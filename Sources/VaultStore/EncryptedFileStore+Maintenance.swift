@@ -161,19 +161,8 @@ extension EncryptedFileStore {
     private func compactSegment(_ number: UInt32) async throws -> (Int, Int?) {
         var moved = 0
         for _ in 0..<4 {
-            let (candidates, segment) = withState { state -> ([(RecordKey, RecordLocation)], Segment?) in
-                var found: [(RecordKey, RecordLocation)] = []
-                for entry in state.index.liveEntries(in: 0..<state.index.entries.count)
-                where state.index[entry].location.segment == number {
-                    found.append(
-                        (
-                            RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
-                            state.index[entry].location
-                        ))
-                }
-                return (found, state.segments[number])
-            }
-            guard let segment else { return (moved, nil) }
+            guard let live = await liveRecords(in: number) else { return (moved, nil) }
+            let (candidates, segment) = live
             if candidates.isEmpty { break }
             var start = 0
             while start < candidates.count {
@@ -214,6 +203,40 @@ extension EncryptedFileStore {
             try fileSystem.removeFile(segmentPath(number))
             try fileSystem.syncDirectory(segmentsDirectory)
             return (moved, size)
+        }
+    }
+
+    /// The live records of segment `number` with their locations, in index order, and the segment
+    /// (nil once it is gone).
+    ///
+    /// The index is walked in chunks of ``FileStoreOptions/compactionScanEntries`` entries, the
+    /// state lock released between them, so reads and commits never wait for a walk of the whole
+    /// index. Records that change meanwhile are safe: a relocation applies only while its record
+    /// is still at the location found here and has no write pending (`plan` checks both at commit
+    /// time), so a record overwritten or deleted after its chunk is skipped. Nothing enters the
+    /// segment meanwhile: writes and relocations go to the active segment, never to this closed
+    /// one, and a record takes another entry only when deleted and written again. What changes
+    /// while the records are moved, the next pass of `compactSegment` finds.
+    private func liveRecords(in number: UInt32) async -> ([(RecordKey, RecordLocation)], Segment)? {
+        let chunkSize = max(1, options.compactionScanEntries)
+        var found: [(RecordKey, RecordLocation)] = []
+        var start = 0
+        while true {
+            let range = start..<start + chunkSize
+            let (segment, entryCount) = withState { state -> (Segment?, Int) in
+                for entry in state.index.liveEntries(in: range) where state.index[entry].location.segment == number {
+                    found.append(
+                        (
+                            RecordKey(collection: state.index.collectionName(of: entry), id: state.index.id(of: entry)),
+                            state.index[entry].location
+                        ))
+                }
+                return (state.segments[number], state.index.entries.count)
+            }
+            guard let segment else { return nil }
+            await options.compactionScanned?(number, range.clamped(to: 0..<entryCount))
+            start = range.upperBound
+            if start >= entryCount { return (found, segment) }
         }
     }
 

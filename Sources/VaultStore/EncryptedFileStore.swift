@@ -40,6 +40,12 @@ public struct FileStoreOptions: Sendable {
     /// Whether the indexer thread indexes a waiting group while the next group syncs. Tests turn
     /// it off to hold the update until a reader or the next group makes it.
     var indexesWhileSyncing = true
+    /// Index entries compaction looks at per hold of the state lock while it finds the live records
+    /// of a segment; reads and commits take the lock between two such chunks. Tests lower it.
+    var compactionScanEntries = 4096
+    /// Called by compaction after each chunk of that walk, with the segment and the entry range it
+    /// looked at, while the lock is free. Tests change records there; nil otherwise.
+    var compactionScanned: (@Sendable (_ segment: UInt32, _ entries: Range<Int>) async -> Void)?
 
     public init(
         segmentBytes: Int = 64 << 20,

@@ -446,6 +446,90 @@ import Glibc
         reopened.close()
     }
 
+    /// Compaction walks the index in chunks with the lock free in between; records overwritten or
+    /// deleted after their chunk was read are neither moved back to an old value nor brought back.
+    @Test func compactionWalksTheIndexInChunksWhileRecordsChange() async throws {
+        let sandbox = try StoreSandbox()
+        let opened = Shared<EncryptedFileStore?>(nil)
+        let latest = Shared<[String: [UInt8]]>([:])
+        let chunks = Shared<[(segment: UInt32, entries: Range<Int>)]>([])
+        var options = testOptions(segmentBytes: 8 << 10)
+        options.compactionScanEntries = 32
+        options.compactionScanned = { segment, entries in
+            let firstPass = chunks.value.allSatisfy {
+                $0.segment == segment && $0.entries.upperBound <= entries.lowerBound
+            }
+            chunks.update { $0.append((segment, entries)) }
+            guard firstPass, let store = opened.value, !entries.isEmpty else { return }
+            // Only in the first pass over the oldest segment. Entry n holds record rn (written in order
+            // into a new store): overwrite the first record of the chunk just read and delete its third,
+            // both already found there for moving.
+            let overwritten = "r\(entries.lowerBound)"
+            let deleted = "r\(entries.lowerBound + 2)"
+            let newValue = value(overwritten, 100)
+            do {
+                try await store.put("a", id: overwritten, value: newValue)
+                try await store.delete("a", id: deleted)
+                latest.update {
+                    $0[overwritten] = newValue
+                    $0[deleted] = nil
+                }
+            } catch {
+                Issue.record(error)
+            }
+        }
+        let store = try sandbox.open(options)
+        for index in 0..<240 {
+            try await store.put("a", id: "r\(index)", value: value("r\(index)", 1))
+            latest.update { $0["r\(index)"] = value("r\(index)", 1) }
+        }
+        for index in stride(from: 1, to: 240, by: 2) {
+            try await store.put("a", id: "r\(index)", value: value("r\(index)", 2))
+            latest.update { $0["r\(index)"] = value("r\(index)", 2) }
+        }
+        let inOldest = store.withState { state in
+            let oldest = state.segments.keys.min()
+            return ["r0", "r2", "r32", "r34"].allSatisfy { id in
+                state.index.find("a", id).map { state.index[$0].location.segment } == oldest
+            }
+        }
+        #expect(inOldest)
+        let closedSegments = store.statistics.segments - 1
+        #expect(closedSegments >= 3)
+        opened.update { $0 = store }
+        let report = try await store.compact()
+        opened.update { $0 = nil }
+
+        #expect(report.segmentsRemoved == closedSegments)
+        let scanned = chunks.value
+        #expect(Set(scanned.map(\.segment)).count == closedSegments)
+        #expect(scanned.allSatisfy { $0.entries.count <= 32 })
+        // Each pass over a segment goes through every entry in order, one chunk after the other.
+        for (previous, next) in zip(scanned, scanned.dropFirst()) where previous.segment == next.segment {
+            #expect(next.entries.lowerBound == previous.entries.upperBound || next.entries.lowerBound == 0)
+        }
+        #expect(scanned.first?.entries.lowerBound == 0)
+        #expect(scanned.map(\.entries.upperBound).max() == 240)
+
+        let expected = latest.value
+        #expect(expected.count == 240 - 8)  // one delete per chunk of the first pass: r2, r34, ..., r226
+        func expectLatest(_ store: EncryptedFileStore) async throws {
+            for index in 0..<240 {
+                #expect(try await store.get("a", id: "r\(index)")?.value == expected["r\(index)"])
+            }
+            #expect(try await store.scanAll("a").count == expected.count)
+        }
+        try await expectLatest(store)
+        store.close()
+        for withCheckpoint in [true, false] {
+            if !withCheckpoint { try FileManager.default.removeItem(atPath: sandbox.data + "/index.checkpoint") }
+            let reopened = try sandbox.open(testOptions(segmentBytes: 8 << 10))
+            try await expectLatest(reopened)
+            #expect(try await reopened.verify().failures.isEmpty)
+            reopened.close()
+        }
+    }
+
     @Test func noTestPANAppearsInAnyFileOrLogInAnyEncoding() async throws {
         let sandbox = try StoreSandbox()
         let logs = MemoryLogHandler()
