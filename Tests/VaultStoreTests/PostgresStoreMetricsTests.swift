@@ -37,9 +37,10 @@ import VaultStorePostgres
         #expect(sample(after, "cardvault_store_reconnects_total") == 0)
         #expect(sample(after, "cardvault_store_in_doubt_commits_total{resolution=\"applied\"}") == 0)
         #expect(sample(after, "cardvault_store_pool_waits_total") != nil)
-        // The data key versions in use: checked by the keyring watcher within a few seconds of opening.
-        let deadline = Date().addingTimeInterval(10)
-        while sample(store.storeMetricsText(), "cardvault_data_key_versions_in_use") == nil, Date() < deadline {
+        // The data key versions in use: checked by the keyring watcher every 5 s. Its first check may come before
+        // the puts above (it then counts 0 versions), so this waits for the one after them.
+        let deadline = Date().addingTimeInterval(15)
+        while sample(store.storeMetricsText(), "cardvault_data_key_versions_in_use") != 1, Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(sample(store.storeMetricsText(), "cardvault_data_key_versions_in_use") == 1)
