@@ -104,9 +104,9 @@ public struct HTTPHeaders: Sendable, Sequence, CustomStringConvertible, CustomRe
         return sameName(Array(lhs.utf8), Array(rhs.utf8))
     }
 
-    private static func sameName(_ left: some RandomAccessCollection<UInt8>, _ right: some RandomAccessCollection<UInt8>)
-        -> Bool
-    {
+    private static func sameName(
+        _ left: some RandomAccessCollection<UInt8>, _ right: some RandomAccessCollection<UInt8>
+    ) -> Bool {
         for (a, b) in zip(left, right) where a != b {
             guard a | 0x20 == b | 0x20, (a | 0x20) >= UInt8(ascii: "a"), (a | 0x20) <= UInt8(ascii: "z") else {
                 return false
