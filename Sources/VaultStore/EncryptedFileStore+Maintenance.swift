@@ -117,15 +117,23 @@ extension EncryptedFileStore {
         defer { compacting.withLock { $0 = false } }
         var report = CompactionReport()
         let targets = state.withLock { state in state.segments.keys.filter { $0 != state.active.number }.sorted() }
+        // Segments emptied so far, removed together after one checkpoint (which no longer points into them): a
+        // checkpoint per segment would write the whole index once per segment, and copy it in memory each time.
+        var emptied: [UInt32] = []
         for number in targets {
-            if onlyWhileWanted && !withState({ compactionWanted($0) }) { break }
-            let (moved, reclaimed) = try await compactSegment(number)
+            if onlyWhileWanted && !withState({ compactionWanted($0, ignoring: emptied) }) { break }
+            let (moved, isEmpty) = try await emptySegment(number)
             report.recordsMoved += moved
-            if let reclaimed {
+            // Keep oldest-first order: never remove a segment while an older one remains.
+            guard isEmpty else { break }
+            emptied.append(number)
+        }
+        if !emptied.isEmpty {
+            try writeCheckpoint(force: true)
+            for number in emptied {
+                guard let reclaimed = try removeEmptySegment(number) else { break }
                 report.segmentsRemoved += 1
                 report.bytesReclaimed += reclaimed
-            } else {
-                break  // keep oldest-first order: never remove a segment while an older one remains
             }
         }
         if report.segmentsRemoved > 0 {
@@ -140,9 +148,11 @@ extension EncryptedFileStore {
         return report
     }
 
-    func compactionWanted(_ state: State) -> Bool {
-        guard options.automaticCompaction, state.segments.count > 1 else { return false }
-        let total = state.segmentSizes.values.reduce(0, +)
+    /// Whether automatic compaction should go on; the `ignoring` segments (emptied, not removed yet) count as
+    /// gone.
+    func compactionWanted(_ state: State, ignoring emptied: [UInt32] = []) -> Bool {
+        guard options.automaticCompaction, state.segments.count - emptied.count > 1 else { return false }
+        let total = state.segmentSizes.values.reduce(0, +) - emptied.reduce(0) { $0 + (state.segmentSizes[$1] ?? 0) }
         guard total >= options.compactionMinimumBytes, total > 0 else { return false }
         let live = state.index.liveBytes.values.reduce(0, +)
         return Double(total - live) / Double(total) >= options.compactionGarbageRatio
@@ -156,12 +166,12 @@ extension EncryptedFileStore {
         }
     }
 
-    /// Moves every live record out of segment `number`; removes it when none is left.
-    /// - Returns: records moved, and the bytes reclaimed (nil if the segment had to stay).
-    private func compactSegment(_ number: UInt32) async throws -> (Int, Int?) {
+    /// Moves every live record out of segment `number` (into the active segment).
+    /// - Returns: records moved, and whether none is left in it.
+    private func emptySegment(_ number: UInt32) async throws -> (Int, Bool) {
         var moved = 0
         for _ in 0..<4 {
-            guard let live = await liveRecords(in: number) else { return (moved, nil) }
+            guard let live = await liveRecords(in: number) else { return (moved, false) }
             let (candidates, segment) = live
             if candidates.isEmpty { break }
             var start = 0
@@ -190,8 +200,17 @@ extension EncryptedFileStore {
                 moved += relocations.count
             }
         }
-        try writeCheckpoint(force: true)
-        return try maintenance.withLock { _ -> (Int, Int?) in
+        let isEmpty = withState { state in
+            state.segments[number] != nil && (state.index.liveBytes[number] ?? 0) == 0 && state.active.number != number
+        }
+        return (moved, isEmpty)
+    }
+
+    /// Removes segment `number` if it still holds no live record. Call it after a checkpoint written once the
+    /// segment was emptied, so that the checkpoint points into it no more.
+    /// - Returns: the bytes reclaimed, or nil if the segment had to stay.
+    private func removeEmptySegment(_ number: UInt32) throws -> Int? {
+        try maintenance.withLock { _ -> Int? in
             let size = withState { state -> Int? in
                 guard !state.closed, (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else {
                     return nil
@@ -199,10 +218,10 @@ extension EncryptedFileStore {
                 state.segments[number] = nil
                 return state.segmentSizes.removeValue(forKey: number) ?? 0
             }
-            guard let size else { return (moved, nil) }
+            guard let size else { return nil }
             try fileSystem.removeFile(segmentPath(number))
             try fileSystem.syncDirectory(segmentsDirectory)
-            return (moved, size)
+            return size
         }
     }
 
@@ -216,7 +235,7 @@ extension EncryptedFileStore {
     /// time), so a record overwritten or deleted after its chunk is skipped. Nothing enters the
     /// segment meanwhile: writes and relocations go to the active segment, never to this closed
     /// one, and a record takes another entry only when deleted and written again. What changes
-    /// while the records are moved, the next pass of `compactSegment` finds.
+    /// while the records are moved, the next pass of `emptySegment` finds.
     private func liveRecords(in number: UInt32) async -> ([(RecordKey, RecordLocation)], Segment)? {
         let chunkSize = max(1, options.compactionScanEntries)
         var found: [(RecordKey, RecordLocation)] = []

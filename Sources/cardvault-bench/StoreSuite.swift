@@ -91,6 +91,9 @@ struct StoreSuite: BenchSuite {
         }
         if only != nil { return comparisons }
         comparisons += try StoreSubject.largeStore(context: context, open: subjectFactory, notes: &notes)
+        let compactionKeys = try context.temporaryDirectory("store-compaction-keys")
+        _ = try KeyRing.createMasterKey(keysDirectory: compactionKeys)
+        comparisons.append(try CompactionReads.comparison(context: context, keysDirectory: compactionKeys))
         return comparisons
     }
 }
