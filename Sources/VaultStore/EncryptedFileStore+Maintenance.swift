@@ -100,8 +100,8 @@ extension EncryptedFileStore {
     // MARK: Compaction
 
     /// Reclaims superseded and deleted records: moves the live records of every closed segment,
-    /// oldest first, to the head of the log, writes a checkpoint, then removes the segment.
-    /// Reads and writes go on meanwhile; a crash at any point leaves a readable store.
+    /// oldest first, to the head of the log, writes one checkpoint, then removes the segments it
+    /// emptied. Reads and writes go on meanwhile; a crash at any point leaves a readable store.
     @discardableResult
     public func compact() async throws -> CompactionReport {
         try await compact(onlyWhileWanted: false)
