@@ -200,10 +200,12 @@ extension EncryptedFileStore {
                 moved += relocations.count
             }
         }
-        let isEmpty = withState { state in
-            state.segments[number] != nil && (state.index.liveBytes[number] ?? 0) == 0 && state.active.number != number
-        }
-        return (moved, isEmpty)
+        return (moved, withState { Self.holdsNothingLive(number, $0) })
+    }
+
+    /// Whether `number` is a closed segment of the store with no live record left in it.
+    private static func holdsNothingLive(_ number: UInt32, _ state: State) -> Bool {
+        state.segments[number] != nil && (state.index.liveBytes[number] ?? 0) == 0 && state.active.number != number
     }
 
     /// Removes segment `number` if it still holds no live record. Call it after a checkpoint written once the
@@ -212,9 +214,7 @@ extension EncryptedFileStore {
     private func removeEmptySegment(_ number: UInt32) throws -> Int? {
         try maintenance.withLock { _ -> Int? in
             let size = withState { state -> Int? in
-                guard !state.closed, (state.index.liveBytes[number] ?? 0) == 0, state.active.number != number else {
-                    return nil
-                }
+                guard !state.closed, Self.holdsNothingLive(number, state) else { return nil }
                 state.segments[number] = nil
                 return state.segmentSizes.removeValue(forKey: number) ?? 0
             }

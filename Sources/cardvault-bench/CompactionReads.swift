@@ -57,27 +57,10 @@ enum CompactionReads {
         return comparison
     }
 
-    /// Puts `ids` (8 tasks, commits of 256), each value marked with `round`.
+    /// Puts `ids`, each value marked with `round`.
     private static func write(_ store: EncryptedFileStore, ids: [Int], round: Int) throws {
         let value = [UInt8(truncatingIfNeeded: round)] + [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 65)
-        let batches = stride(from: 0, to: ids.count, by: 256).map { Array(ids[$0..<min($0 + 256, ids.count)]) }
-        try runBlocking {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for task in 0..<8 {
-                    group.addTask {
-                        for batch in stride(from: task, to: batches.count, by: 8) {
-                            try await store.commit(
-                                batches[batch].map {
-                                    .put(
-                                        collection: "card-numbers", id: StoreSubject.largeStoreID($0), value: value,
-                                        condition: .unconditional)
-                                })
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
+        try StoreSubject.putLargeStoreRecords(store, ids: ids, value: value)
     }
 
     /// Random point reads on this thread until `work` (run on the concurrency pool) ends: the sample, and the

@@ -146,6 +146,29 @@ enum StoreSubject {
         return "client-0001:card_" + String(repeating: "0", count: max(0, 16 - digits.count)) + digits
     }
 
+    /// Puts records `ids` of the large store's shape (``largeStoreID(_:)``, all with `value`) from 8 tasks, in
+    /// commits of 256 consecutive ids.
+    static func putLargeStoreRecords(_ store: EncryptedFileStore, ids: [Int], value: [UInt8]) throws {
+        let batches = stride(from: 0, to: ids.count, by: 256).map { Array(ids[$0..<min($0 + 256, ids.count)]) }
+        try runBlocking {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        for batch in stride(from: task, to: batches.count, by: 8) {
+                            try await store.commit(
+                                batches[batch].map {
+                                    .put(
+                                        collection: "card-numbers", id: largeStoreID($0), value: value,
+                                        condition: .unconditional)
+                                })
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
     /// Builds the large store once (untimed), then measures point reads, start-up and index memory.
     static func largeStore(context: SuiteContext, open: @escaping Factory, notes: inout [String]) throws -> [Comparison]
     {
@@ -156,28 +179,8 @@ enum StoreSubject {
         do {
             let store = try open(directory)
             defer { store.close() }
-            let value = [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 64)
-            try runBlocking {
-                let tasks = 8
-                let batch = 256
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for task in 0..<tasks {
-                        group.addTask {
-                            var next = task * batch
-                            while next < count {
-                                let writes = (next..<min(next + batch, count)).map {
-                                    RecordWrite.put(
-                                        collection: "card-numbers", id: largeStoreID($0), value: value,
-                                        condition: .unconditional)
-                                }
-                                try await store.commit(writes)
-                                next += tasks * batch
-                            }
-                        }
-                    }
-                    try await group.waitForAll()
-                }
-            }
+            try putLargeStoreRecords(
+                store, ids: Array(0..<count), value: [UInt8](repeating: 0x5A, count: StoreSuite.recordBytes - 64))
         }
         let buildSeconds = Date().timeIntervalSince(buildStart)
         let sizes =
