@@ -19,34 +19,63 @@ enum IndexCheckpoint {
     }
 
     static func encode(_ index: RecordIndex, position: Position) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(64 + index.count * 48)
-        output.append(contentsOf: magic)
-        RecordFrame.appendInteger(&output, position.segment)
-        RecordFrame.appendInteger(&output, position.offset)
-        RecordFrame.appendInteger(&output, UInt64(index.count))
-        RecordFrame.appendInteger(&output, UInt32(index.collectionNames.count))
+        // Sized first (ids are the only variable part), then written in place: a million records are some 60 MB.
+        let orders = index.collectionNames.indices.map { index.orderedEntries(collection: $0) }
+        var size = magic.count + 4 + 8 + 8 + 4 + 4
         for (code, name) in index.collectionNames.enumerated() {
-            let ordered = index.orderedEntries(collection: code)
-            output.append(UInt8(name.utf8.count))
-            output.append(contentsOf: name.utf8)
-            RecordFrame.appendInteger(&output, UInt64(ordered.count))
-            for entry in ordered {
-                index.withKey(of: entry) { key in
-                    output.append(UInt8(key.count))
-                    output.append(contentsOf: key)
-                }
-                let item = index[entry]
-                RecordFrame.appendInteger(&output, item.location.segment)
-                RecordFrame.appendInteger(&output, item.location.offset)
-                RecordFrame.appendInteger(&output, item.location.length)
-                RecordFrame.appendInteger(&output, item.location.keyVersion)
-                RecordFrame.appendInteger(&output, item.location.version)
-                output.append(item.flags & RecordIndex.corrupted)
-            }
+            size += 1 + name.utf8.count + 8
+            for entry in orders[code] { size += Self.fixedRecordBytes + Int(index[entry].keyLength) }
         }
-        RecordFrame.appendInteger(&output, CRC32C.checksum(output))
-        return output
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            var output = Writer(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+            magic.withUnsafeBytes { output.append($0) }
+            output.append(position.segment)
+            output.append(position.offset)
+            output.append(UInt64(index.count))
+            output.append(UInt32(index.collectionNames.count))
+            for (code, name) in index.collectionNames.enumerated() {
+                output.append(UInt8(name.utf8.count))
+                withBytes(name) { output.append($0) }
+                output.append(UInt64(orders[code].count))
+                for entry in orders[code] {
+                    index.withKey(of: entry) { key in
+                        output.append(UInt8(key.count))
+                        output.append(key)
+                    }
+                    let item = index[entry]
+                    output.append(item.location.segment)
+                    output.append(item.location.offset)
+                    output.append(item.location.length)
+                    output.append(item.location.keyVersion)
+                    output.append(item.location.version)
+                    output.append(item.flags & RecordIndex.corrupted)
+                }
+            }
+            output.append(CRC32C.checksum(UnsafeRawBufferPointer(start: output.base, count: output.offset)))
+            precondition(output.offset == size, "index checkpoint: size miscounted")
+            initialized = size
+        }
+    }
+
+    /// A record's bytes besides its id: id length, segment, offset, frame length, key version, version, flags.
+    private static let fixedRecordBytes = 1 + 4 + 4 + 4 + 4 + 8 + 1
+
+    /// Writes little-endian integers and bytes into memory sized beforehand.
+    private struct Writer {
+        let base: UnsafeMutableRawPointer
+        var offset = 0
+
+        mutating func append<T: FixedWidthInteger>(_ value: T) {
+            base.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+            offset += MemoryLayout<T>.size
+        }
+
+        mutating func append(_ bytes: UnsafeRawBufferPointer) {
+            if let source = bytes.baseAddress, bytes.count > 0 {
+                (base + offset).copyMemory(from: source, byteCount: bytes.count)
+            }
+            offset += bytes.count
+        }
     }
 
     /// Rebuilds the index from a checkpoint, or nil if the bytes are not a whole, valid one.

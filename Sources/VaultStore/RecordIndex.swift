@@ -18,6 +18,9 @@ struct RecordLocation: Equatable, Sendable {
 /// rarely touches an entry that is not the one sought, and the table grows without rehashing
 /// ids), and each collection's order is a sorted array of entry numbers plus a
 /// small sorted array of recent inserts that is merged in once it grows.
+///
+/// The arena, the entries and the table are kept in chunks (``KeyArena``, ``ChunkedArray``), so that a copy of the
+/// index (a checkpoint's snapshot) costs the change after it one chunk at a time, never a whole array.
 struct RecordIndex {
     struct Entry {
         var location: RecordLocation
@@ -42,12 +45,12 @@ struct RecordIndex {
 
     private(set) var collectionNames: [String] = []
     private var collectionCodes: [String: UInt16] = [:]
-    private var keyBytes: [UInt8] = []
+    private var keys = KeyArena()
     private var deadKeyBytes = 0
-    private(set) var entries: [Entry] = []
+    private(set) var entries = ChunkedArray<Entry>()
     private var freeEntries: [UInt32] = []
     /// `hash low 32 bits << 32 | entry number + 1`; 0 is empty.
-    private var slots: [UInt64] = [UInt64](repeating: 0, count: 64)
+    private var slots = ChunkedArray<UInt64>(repeating: 0, count: 64)
     private var orders: [Order] = []
     /// Live records.
     private(set) var count = 0
@@ -72,16 +75,14 @@ struct RecordIndex {
         let mask = slots.count - 1
         let tag = UInt32(truncatingIfNeeded: Self.hash(code: code, key: key))
         var slot = Int(tag) & mask
-        return slots.withUnsafeBufferPointer { slots in
-            while true {
-                let value = slots[slot]
-                if value == 0 { return nil }
-                if UInt32(truncatingIfNeeded: value >> 32) == tag {
-                    let index = Int(UInt32(truncatingIfNeeded: value)) - 1
-                    if entryMatches(index, code: code, key: key) { return index }
-                }
-                slot = (slot + 1) & mask
+        while true {
+            let value = slots[slot]
+            if value == 0 { return nil }
+            if UInt32(truncatingIfNeeded: value >> 32) == tag {
+                let index = Int(UInt32(truncatingIfNeeded: value)) - 1
+                if entryMatches(index, code: code, key: key) { return index }
             }
+            slot = (slot + 1) & mask
         }
     }
 
@@ -90,10 +91,7 @@ struct RecordIndex {
     func collectionName(of entry: Int) -> String { collectionNames[Int(entries[entry].collection)] }
 
     func id(of entry: Int) -> String {
-        let item = entries[entry]
-        return keyBytes.withUnsafeBytes { bytes in
-            String(decoding: bytes[Int(item.keyStart)..<Int(item.keyStart) + Int(item.keyLength)], as: UTF8.self)
-        }
+        String(decoding: keyOf(UInt32(entry)), as: UTF8.self)
     }
 
     // MARK: Changes
@@ -135,8 +133,7 @@ struct RecordIndex {
         code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, corrupted: Bool
     ) {
         if (count + 1) * 10 > slots.count * 7 { grow() }
-        let keyStart = UInt32(keyBytes.count)
-        keyBytes.append(contentsOf: key)
+        let keyStart = keys.append(key)
         let entry = Entry(
             location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
             flags: Self.live | Self.inRecent | (corrupted ? Self.corrupted : 0))
@@ -180,7 +177,7 @@ struct RecordIndex {
         deadKeyBytes += Int(entries[index].keyLength)
         entries[index].flags = 0
         freeEntries.append(UInt32(index))
-        if deadKeyBytes > 65536 && deadKeyBytes * 2 > keyBytes.count { compactArena() }
+        if deadKeyBytes > 65536 && deadKeyBytes * 2 > keys.byteCount { compactArena() }
     }
 
     private mutating func account(_ entry: Entry, sign: Int) {
@@ -217,9 +214,8 @@ struct RecordIndex {
     private func entryMatches(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) -> Bool {
         let entry = entries[index]
         guard entry.collection == code, Int(entry.keyLength) == key.count else { return false }
-        return keyBytes.withUnsafeBytes { arena in
-            key.count == 0 || memcmp(arena.baseAddress! + Int(entry.keyStart), key.baseAddress!, key.count) == 0
-        }
+        return key.count == 0
+            || memcmp(keys.bytes(at: entry.keyStart, count: key.count).baseAddress!, key.baseAddress!, key.count) == 0
     }
 
     private mutating func placeInTable(_ index: Int, hash: UInt64) {
@@ -255,13 +251,7 @@ struct RecordIndex {
     }
 
     private func entryHash(_ index: Int) -> UInt64 {
-        let entry = entries[index]
-        return keyBytes.withUnsafeBytes { arena in
-            Self.hash(
-                code: entry.collection,
-                key: UnsafeRawBufferPointer(
-                    rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)]))
-        }
+        Self.hash(code: entries[index].collection, key: keyOf(UInt32(index)))
     }
 
     /// Doubles the table as needed, placing each slot again by the hash bits it holds.
@@ -269,12 +259,12 @@ struct RecordIndex {
         var capacity = slots.count
         while (count + 1) * 10 > capacity * 7 { capacity *= 2 }
         let old = slots
-        slots = [UInt64](repeating: 0, count: capacity)
-        for value in old where value != 0 { place(value) }
+        slots = ChunkedArray(repeating: 0, count: capacity)
+        for slot in old.indices where old[slot] != 0 { place(old[slot]) }
     }
 
     private mutating func rebuildTable(capacity: Int) {
-        slots = [UInt64](repeating: 0, count: capacity)
+        slots = ChunkedArray(repeating: 0, count: capacity)
         for index in entries.indices where entries[index].flags & Self.live != 0 {
             placeInTable(index, hash: entryHash(index))
         }
@@ -283,46 +273,61 @@ struct RecordIndex {
     // MARK: Order
 
     /// Compares an entry's id with `key` (bytewise, shorter first on a tie).
-    private func compare(_ index: UInt32, _ key: UnsafeRawBufferPointer, arena: UnsafeRawBufferPointer) -> Int {
+    private func compare(_ index: UInt32, _ key: UnsafeRawBufferPointer) -> Int {
         let entry = entries[Int(index)]
         let length = Int(entry.keyLength)
         let common = min(length, key.count)
         if common > 0 {
-            let result = memcmp(arena.baseAddress! + Int(entry.keyStart), key.baseAddress!, common)
+            let result = memcmp(keys.bytes(at: entry.keyStart, count: common).baseAddress!, key.baseAddress!, common)
             if result != 0 { return Int(result) }
         }
         return length - key.count
     }
 
-    private func keyOf(_ index: UInt32, arena: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    private func keyOf(_ index: UInt32) -> UnsafeRawBufferPointer {
         let entry = entries[Int(index)]
-        return UnsafeRawBufferPointer(rebasing: arena[Int(entry.keyStart)..<Int(entry.keyStart) + Int(entry.keyLength)])
+        return keys.bytes(at: entry.keyStart, count: Int(entry.keyLength))
     }
 
     /// First position in `list` whose id is not less than `key`.
     private func lowerBound(_ list: [UInt32], key: UnsafeRawBufferPointer, code: UInt16, from start: Int = 0) -> Int {
-        keyBytes.withUnsafeBytes { arena in
-            var low = start
-            var high = list.count
-            while low < high {
-                let middle = (low + high) / 2
-                if compare(list[middle], key, arena: arena) < 0 { low = middle + 1 } else { high = middle }
-            }
-            return low
+        var low = start
+        var high = list.count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(list[middle], key) < 0 { low = middle + 1 } else { high = middle }
         }
+        return low
     }
 
     /// First position in `list` whose id is greater than `key`.
-    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
-        keyBytes.withUnsafeBytes { arena in
-            var low = 0
-            var high = list.count
-            while low < high {
-                let middle = (low + high) / 2
-                if compare(list[middle], key, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
-            }
-            return low
+    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer, from start: Int = 0) -> Int {
+        var low = start
+        var high = list.count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(list[middle], key) <= 0 { low = middle + 1 } else { high = middle }
         }
+        return low
+    }
+
+    /// ``upperBound(_:key:from:)`` for a key expected near `start`: steps of 1, 2, 4, … find the range first, so
+    /// sorted keys looked up in turn cost the logarithm of the gap between them, not of the whole list.
+    private func upperBound(galloping list: [UInt32], key: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var low = start
+        var step = 1
+        while low + step - 1 < list.count && compare(list[low + step - 1], key) <= 0 {
+            low += step
+            step *= 2
+        }
+        let high = min(list.count, low + step - 1)
+        var lower = low
+        var upper = high
+        while lower < upper {
+            let middle = (lower + upper) / 2
+            if compare(list[middle], key) <= 0 { lower = middle + 1 } else { upper = middle }
+        }
+        return lower
     }
 
     private mutating func insertRecent(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
@@ -357,19 +362,11 @@ struct RecordIndex {
             }
         }
         var next = 0
-        keyBytes.withUnsafeBytes { arena in
-            for index in recent {
-                let key = keyOf(index, arena: arena)
-                var low = next
-                var high = base.count
-                while low < high {
-                    let middle = (low + high) / 2
-                    if compare(base[middle], key, arena: arena) <= 0 { low = middle + 1 } else { high = middle }
-                }
-                copy(next..<low)
-                merged.append(index)
-                next = low
-            }
+        for index in recent {
+            let low = upperBound(galloping: base, key: keyOf(index), from: next)
+            copy(next..<low)
+            merged.append(index)
+            next = low
         }
         copy(next..<base.count)
         for index in recent { entries[Int(index)].flags &= ~Self.inRecent }
@@ -383,16 +380,12 @@ struct RecordIndex {
 
     /// Rewrites the id arena without the ids of freed entries.
     private mutating func compactArena() {
-        var arena: [UInt8] = []
-        arena.reserveCapacity(keyBytes.count - deadKeyBytes + 1024)
-        keyBytes.withUnsafeBytes { old in
-            for index in entries.indices where entries[index].flags != 0 {
-                let start = entries[index].keyStart
-                entries[index].keyStart = UInt32(arena.count)
-                arena.append(contentsOf: old[Int(start)..<Int(start) + Int(entries[index].keyLength)])
-            }
+        var arena = KeyArena()
+        arena.reserveCapacity(keys.byteCount - deadKeyBytes)
+        for index in entries.indices where entries[index].flags != 0 {
+            entries[index].keyStart = arena.append(keyOf(UInt32(index)))
         }
-        keyBytes = arena
+        keys = arena
         deadKeyBytes = 0
     }
 
@@ -404,57 +397,43 @@ struct RecordIndex {
         let order = orders[Int(code)]
         return withBytes(prefix) { prefixKey in
             withOptionalBytes(after) { afterKey in
-                keyBytes.withUnsafeBytes { arena in
-                    func start(_ list: [UInt32]) -> Int {
-                        var position = lowerBound(list, key: prefixKey, code: code)
-                        if let afterKey {
-                            var low = position
-                            var high = list.count
-                            while low < high {
-                                let middle = (low + high) / 2
-                                if compare(list[middle], afterKey, arena: arena) <= 0 {
-                                    low = middle + 1
-                                } else {
-                                    high = middle
-                                }
-                            }
-                            position = low
-                        }
-                        return position
-                    }
-                    func hasPrefix(_ index: UInt32) -> Bool {
-                        let key = keyOf(index, arena: arena)
-                        return key.count >= prefixKey.count
-                            && (prefixKey.count == 0
-                                || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
-                    }
-                    var result: [Int] = []
-                    var b = start(order.base)
-                    var r = start(order.recent)
-                    while result.count < limit {
-                        let next: UInt32
-                        if b < order.base.count && r < order.recent.count {
-                            if compare(order.base[b], keyOf(order.recent[r], arena: arena), arena: arena) <= 0 {
-                                next = order.base[b]
-                                b += 1
-                            } else {
-                                next = order.recent[r]
-                                r += 1
-                            }
-                        } else if b < order.base.count {
+                func start(_ list: [UInt32]) -> Int {
+                    let position = lowerBound(list, key: prefixKey, code: code)
+                    guard let afterKey else { return position }
+                    return upperBound(list, key: afterKey, from: position)
+                }
+                func hasPrefix(_ index: UInt32) -> Bool {
+                    let key = keyOf(index)
+                    return key.count >= prefixKey.count
+                        && (prefixKey.count == 0
+                            || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
+                }
+                var result: [Int] = []
+                var b = start(order.base)
+                var r = start(order.recent)
+                while result.count < limit {
+                    let next: UInt32
+                    if b < order.base.count && r < order.recent.count {
+                        if compare(order.base[b], keyOf(order.recent[r])) <= 0 {
                             next = order.base[b]
                             b += 1
-                        } else if r < order.recent.count {
+                        } else {
                             next = order.recent[r]
                             r += 1
-                        } else {
-                            break
                         }
-                        guard hasPrefix(next) else { break }
-                        if entries[Int(next)].flags & Self.live != 0 { result.append(Int(next)) }
+                    } else if b < order.base.count {
+                        next = order.base[b]
+                        b += 1
+                    } else if r < order.recent.count {
+                        next = order.recent[r]
+                        r += 1
+                    } else {
+                        break
                     }
-                    return result
+                    guard hasPrefix(next) else { break }
+                    if entries[Int(next)].flags & Self.live != 0 { result.append(Int(next)) }
                 }
+                return result
             }
         }
     }
@@ -473,7 +452,7 @@ struct RecordIndex {
 
     /// Approximate heap bytes held by the index.
     var memoryBytes: Int {
-        keyBytes.capacity + entries.capacity * MemoryLayout<Entry>.stride + slots.capacity * 8
+        keys.capacityBytes + entries.capacityBytes + slots.capacityBytes
             + freeEntries.capacity * 4 + orders.reduce(0) { $0 + ($1.base.capacity + $1.recent.capacity) * 4 }
     }
 
@@ -482,8 +461,7 @@ struct RecordIndex {
     /// Appends a record known to sort after every record of its collection loaded so far and not
     /// yet present. Call ``finishLoading()`` after the last one.
     mutating func appendSorted(code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, flags: UInt8) {
-        let keyStart = UInt32(keyBytes.count)
-        keyBytes.append(contentsOf: key)
+        let keyStart = keys.append(key)
         let entry = Entry(
             location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
             flags: Self.live | (flags & Self.corrupted))
@@ -500,7 +478,7 @@ struct RecordIndex {
     /// Reserves room before a bulk load.
     mutating func reserve(records: Int, keyBytes bytes: Int) {
         entries.reserveCapacity(records)
-        keyBytes.reserveCapacity(bytes)
+        keys.reserveCapacity(bytes)
     }
 
     /// Builds the hash table after a bulk load.
@@ -512,7 +490,7 @@ struct RecordIndex {
 
     /// The raw id bytes of an entry.
     func withKey<Result>(of entry: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        keyBytes.withUnsafeBytes { body(keyOf(UInt32(entry), arena: $0)) }
+        body(keyOf(UInt32(entry)))
     }
 }
 

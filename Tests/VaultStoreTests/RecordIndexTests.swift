@@ -31,6 +31,47 @@ import Testing
         #expect(index.find("other", "id-1") == nil)
     }
 
+    /// A checkpoint takes the index by value while the store goes on changing it: the copy shares the index's
+    /// chunks (entries, hash slots, id bytes) and must keep reading exactly what it held. Ids of 200 bytes fill
+    /// several 64 KiB id chunks; the changes after the copy update entries it shares, grow the hash table, merge
+    /// the order and rewrite the id arena.
+    @Test func aCopyKeepsItsRecordsWhileTheOriginalChanges() throws {
+        func id(_ number: Int) -> String { "card-\(number)-" + String(repeating: "x", count: 200) }
+        var index = RecordIndex()
+        for number in 0..<3000 { index.upsert("c", id(number), location(number)) }
+        let copy = index
+        let bytesBefore = IndexCheckpoint.encode(copy, position: .init(segment: 1, offset: 16))
+        for number in 0..<2500 { index.remove("c", id(number)) }
+        for number in 3000..<9000 { index.upsert("c", id(number), location(number)) }
+        for number in 2500..<3000 { index.upsert("c", id(number), location(number + 100_000)) }
+
+        #expect(copy.count == 3000)
+        var copyMismatches = 0
+        for number in 0..<3000 where copy.find("c", id(number)).map({ copy[$0].location }) != location(number) {
+            copyMismatches += 1
+        }
+        #expect(copyMismatches == 0)
+        #expect(copy.find("c", id(5000)) == nil)
+        #expect(
+            copy.scan("c", prefix: "", after: nil, limit: .max).map { copy.id(of: $0) } == (0..<3000).map(id).sorted())
+        #expect(IndexCheckpoint.encode(copy, position: .init(segment: 1, offset: 16)) == bytesBefore)
+
+        #expect(index.count == 6500)
+        var mismatches = 0
+        for number in 0..<9000 {
+            let expected = number < 2500 ? nil : location(number < 3000 ? number + 100_000 : number)
+            if index.find("c", id(number)).map({ index[$0].location }) != expected { mismatches += 1 }
+        }
+        #expect(mismatches == 0)
+        #expect(
+            index.scan("c", prefix: "", after: nil, limit: .max).map { index.id(of: $0) }
+                == (2500..<9000).map(id).sorted())
+        let (loaded, _) = try #require(
+            IndexCheckpoint.decode(IndexCheckpoint.encode(index, position: .init(segment: 2, offset: 0))))
+        #expect(loaded.count == 6500)
+        #expect(loaded.find("c", id(8999)).map { loaded[$0].location } == location(8999))
+    }
+
     @Test func aCheckpointRoundTripRebuildsTheSameIndex() throws {
         var index = RecordIndex()
         for value in 0..<2000 { index.upsert(value % 3 == 0 ? "users" : "cards", "k\(value)", location(value)) }
