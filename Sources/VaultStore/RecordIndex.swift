@@ -16,8 +16,8 @@ struct RecordLocation: Equatable, Sendable {
 /// entries are 32-byte structs in one array, the hash table is an open-addressing array of
 /// 64-bit slots (the low 32 bits of the record's hash beside its entry number, so that a probe
 /// rarely touches an entry that is not the one sought, and the table grows without rehashing
-/// ids), and each collection's order is a sorted array of entry numbers plus a
-/// small sorted array of recent inserts that is merged in once it grows.
+/// ids), and each collection's order is a list of sorted leaves of entry numbers (a one-level B-tree: an insert
+/// or removal moves at most one leaf's numbers, never the whole order).
 ///
 /// The arena, the entries and the table are kept in chunks (``KeyArena``, ``ChunkedArray``), so that a copy of the
 /// index (a checkpoint's snapshot) costs the change after it one chunk at a time, never a whole array.
@@ -33,15 +33,14 @@ struct RecordIndex {
     /// Entry flags.
     static let live: UInt8 = 1
     static let corrupted: UInt8 = 2
-    static let inRecent: UInt8 = 4
-    /// Dead but still listed in a collection's base order (freed at the next cleaning merge).
-    static let pendingFree: UInt8 = 8
 
+    /// A collection's entry numbers in id order, in leaves of at most ``leafCapacity`` (a full leaf is split in
+    /// halves; none is empty).
     struct Order {
-        var base: [UInt32] = []
-        var recent: [UInt32] = []
-        var deadInBase = 0
+        var leaves: [[UInt32]] = []
     }
+
+    static let leafCapacity = 1024
 
     private(set) var collectionNames: [String] = []
     private var collectionCodes: [String: UInt16] = [:]
@@ -136,7 +135,7 @@ struct RecordIndex {
         let keyStart = keys.append(key)
         let entry = Entry(
             location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
-            flags: Self.live | Self.inRecent | (corrupted ? Self.corrupted : 0))
+            flags: Self.live | (corrupted ? Self.corrupted : 0))
         let index: Int
         if let free = freeEntries.popLast() {
             index = Int(free)
@@ -148,7 +147,7 @@ struct RecordIndex {
         count += 1
         account(entry, sign: 1)
         placeInTable(index, hash: Self.hash(code: code, key: key))
-        insertRecent(index, code: code, key: key)
+        insertInOrder(index, code: code, key: key)
     }
 
     private mutating func removeEntry(_ index: Int, key: UnsafeRawBufferPointer) {
@@ -156,21 +155,8 @@ struct RecordIndex {
         account(entry, sign: -1)
         count -= 1
         removeFromTable(index, hash: Self.hash(code: entry.collection, key: key))
-        let code = Int(entry.collection)
-        if entry.flags & Self.inRecent != 0 {
-            let position = lowerBound(orders[code].recent, key: key, code: entry.collection)
-            var found = position
-            while found < orders[code].recent.count && orders[code].recent[found] != UInt32(index) { found += 1 }
-            precondition(found < orders[code].recent.count, "index order lost an entry")
-            orders[code].recent.remove(at: found)
-            free(index)
-        } else {
-            entries[index].flags = Self.pendingFree
-            orders[code].deadInBase += 1
-            if orders[code].deadInBase * 4 > orders[code].base.count && orders[code].deadInBase > 64 {
-                mergeRecent(code: code, clean: true)
-            }
-        }
+        removeFromOrder(index, code: Int(entry.collection), key: key)
+        free(index)
     }
 
     private mutating func free(_ index: Int) {
@@ -290,8 +276,8 @@ struct RecordIndex {
     }
 
     /// First position in `list` whose id is not less than `key`.
-    private func lowerBound(_ list: [UInt32], key: UnsafeRawBufferPointer, code: UInt16, from start: Int = 0) -> Int {
-        var low = start
+    private func lowerBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
+        var low = 0
         var high = list.count
         while low < high {
             let middle = (low + high) / 2
@@ -301,8 +287,8 @@ struct RecordIndex {
     }
 
     /// First position in `list` whose id is greater than `key`.
-    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer, from start: Int = 0) -> Int {
-        var low = start
+    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
+        var low = 0
         var high = list.count
         while low < high {
             let middle = (low + high) / 2
@@ -311,70 +297,52 @@ struct RecordIndex {
         return low
     }
 
-    /// ``upperBound(_:key:from:)`` for a key expected near `start`: steps of 1, 2, 4, … find the range first, so
-    /// sorted keys looked up in turn cost the logarithm of the gap between them, not of the whole list.
-    private func upperBound(galloping list: [UInt32], key: UnsafeRawBufferPointer, from start: Int) -> Int {
-        var low = start
-        var step = 1
-        while low + step - 1 < list.count && compare(list[low + step - 1], key) <= 0 {
-            low += step
-            step *= 2
+    /// The leaf of `leaves` where `key` belongs: the last whose first id is not greater than `key` (the first
+    /// leaf when none is). `leaves` is not empty.
+    private func leafIndex(for key: UnsafeRawBufferPointer, in leaves: [[UInt32]]) -> Int {
+        var low = 1
+        var high = leaves.count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(leaves[middle][0], key) <= 0 { low = middle + 1 } else { high = middle }
         }
-        let high = min(list.count, low + step - 1)
-        var lower = low
-        var upper = high
-        while lower < upper {
-            let middle = (lower + upper) / 2
-            if compare(list[middle], key) <= 0 { lower = middle + 1 } else { upper = middle }
-        }
-        return lower
+        return low - 1
     }
 
-    private mutating func insertRecent(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
-        let position = upperBound(orders[Int(code)].recent, key: key)
-        orders[Int(code)].recent.insert(UInt32(index), at: position)
-        let order = orders[Int(code)]
-        let threshold = max(256, min(8192, Int(Double(order.base.count).squareRoot()) * 4))
-        if order.recent.count >= threshold {
-            mergeRecent(code: Int(code), clean: order.deadInBase * 4 > order.base.count)
+    private mutating func insertInOrder(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
+        let code = Int(code)
+        guard !orders[code].leaves.isEmpty else {
+            orders[code].leaves = [[UInt32(index)]]
+            return
+        }
+        let leaf = leafIndex(for: key, in: orders[code].leaves)
+        let position = upperBound(orders[code].leaves[leaf], key: key)
+        orders[code].leaves[leaf].insert(UInt32(index), at: position)
+        let count = orders[code].leaves[leaf].count
+        if count > Self.leafCapacity {
+            let upper = Array(orders[code].leaves[leaf][(count / 2)...])
+            orders[code].leaves[leaf].removeSubrange((count / 2)...)
+            orders[code].leaves.insert(upper, at: leaf + 1)
         }
     }
 
-    /// Merges the recent inserts into the base order; with `clean`, drops and frees dead entries.
-    private mutating func mergeRecent(code: Int, clean: Bool) {
-        let base = orders[code].base
-        let recent = orders[code].recent
-        var merged: [UInt32] = []
-        merged.reserveCapacity(base.count + recent.count - (clean ? orders[code].deadInBase : 0))
-        var freed: [UInt32] = []
-        func copy(_ range: Range<Int>) {
-            if clean {
-                for position in range {
-                    let index = base[position]
-                    if entries[Int(index)].flags & Self.pendingFree != 0 {
-                        freed.append(index)
-                    } else {
-                        merged.append(index)
-                    }
-                }
-            } else {
-                merged.append(contentsOf: base[range])
-            }
-        }
-        var next = 0
-        for index in recent {
-            let low = upperBound(galloping: base, key: keyOf(index), from: next)
-            copy(next..<low)
-            merged.append(index)
-            next = low
-        }
-        copy(next..<base.count)
-        for index in recent { entries[Int(index)].flags &= ~Self.inRecent }
-        orders[code].base = merged
-        orders[code].recent = []
-        if clean {
-            orders[code].deadInBase = 0
-            for index in freed { free(Int(index)) }
+    private mutating func removeFromOrder(_ index: Int, code: Int, key: UnsafeRawBufferPointer) {
+        precondition(!orders[code].leaves.isEmpty, "index order lost an entry")
+        let leaf = leafIndex(for: key, in: orders[code].leaves)
+        let position = lowerBound(orders[code].leaves[leaf], key: key)
+        precondition(
+            position < orders[code].leaves[leaf].count && orders[code].leaves[leaf][position] == UInt32(index),
+            "index order lost an entry")
+        orders[code].leaves[leaf].remove(at: position)
+        let count = orders[code].leaves[leaf].count
+        if count == 0 {
+            orders[code].leaves.remove(at: leaf)
+        } else if count < Self.leafCapacity / 4, leaf + 1 < orders[code].leaves.count,
+            count + orders[code].leaves[leaf + 1].count <= Self.leafCapacity / 2
+        {
+            // A thinned leaf joins its next one, so that deletions do not leave a long list of tiny leaves.
+            let next = orders[code].leaves.remove(at: leaf + 1)
+            orders[code].leaves[leaf].append(contentsOf: next)
         }
     }
 
@@ -382,7 +350,7 @@ struct RecordIndex {
     private mutating func compactArena() {
         var arena = KeyArena()
         arena.reserveCapacity(keys.byteCount - deadKeyBytes)
-        for index in entries.indices where entries[index].flags != 0 {
+        for index in entries.indices where entries[index].flags & Self.live != 0 {
             entries[index].keyStart = arena.append(keyOf(UInt32(index)))
         }
         keys = arena
@@ -394,13 +362,15 @@ struct RecordIndex {
     /// Live entries of `collection` whose id starts with `prefix`, ascending, after `after`.
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) -> [Int] {
         guard limit > 0, let code = collectionCodes[collection] else { return [] }
-        let order = orders[Int(code)]
+        let leaves = orders[Int(code)].leaves
+        guard !leaves.isEmpty else { return [] }
         return withBytes(prefix) { prefixKey in
             withOptionalBytes(after) { afterKey in
-                func start(_ list: [UInt32]) -> Int {
-                    let position = lowerBound(list, key: prefixKey, code: code)
-                    guard let afterKey else { return position }
-                    return upperBound(list, key: afterKey, from: position)
+                // The first place not before `key` (after it when `past`), as (leaf, position in it).
+                func place(_ key: UnsafeRawBufferPointer, past: Bool) -> (Int, Int) {
+                    let leaf = leafIndex(for: key, in: leaves)
+                    let position = past ? upperBound(leaves[leaf], key: key) : lowerBound(leaves[leaf], key: key)
+                    return position < leaves[leaf].count ? (leaf, position) : (leaf + 1, 0)
                 }
                 func hasPrefix(_ index: UInt32) -> Bool {
                     let key = keyOf(index)
@@ -408,30 +378,18 @@ struct RecordIndex {
                         && (prefixKey.count == 0
                             || memcmp(key.baseAddress!, prefixKey.baseAddress!, prefixKey.count) == 0)
                 }
+                var (leaf, position) = place(prefixKey, past: false)
+                if let afterKey {
+                    let past = place(afterKey, past: true)
+                    if past > (leaf, position) { (leaf, position) = past }
+                }
                 var result: [Int] = []
-                var b = start(order.base)
-                var r = start(order.recent)
-                while result.count < limit {
-                    let next: UInt32
-                    if b < order.base.count && r < order.recent.count {
-                        if compare(order.base[b], keyOf(order.recent[r])) <= 0 {
-                            next = order.base[b]
-                            b += 1
-                        } else {
-                            next = order.recent[r]
-                            r += 1
-                        }
-                    } else if b < order.base.count {
-                        next = order.base[b]
-                        b += 1
-                    } else if r < order.recent.count {
-                        next = order.recent[r]
-                        r += 1
-                    } else {
-                        break
-                    }
+                while result.count < limit && leaf < leaves.count {
+                    let next = leaves[leaf][position]
                     guard hasPrefix(next) else { break }
                     if entries[Int(next)].flags & Self.live != 0 { result.append(Int(next)) }
+                    position += 1
+                    if position == leaves[leaf].count { (leaf, position) = (leaf + 1, 0) }
                 }
                 return result
             }
@@ -453,7 +411,10 @@ struct RecordIndex {
     /// Approximate heap bytes held by the index.
     var memoryBytes: Int {
         keys.capacityBytes + entries.capacityBytes + slots.capacityBytes
-            + freeEntries.capacity * 4 + orders.reduce(0) { $0 + ($1.base.capacity + $1.recent.capacity) * 4 }
+            + freeEntries.capacity * 4
+            + orders.reduce(0) {
+                $0 + $1.leaves.reduce($1.leaves.capacity * 8) { $0 + $1.capacity * 4 }
+            }
     }
 
     // MARK: Bulk load (checkpoints)
@@ -469,7 +430,17 @@ struct RecordIndex {
         entries.append(entry)
         count += 1
         account(entry, sign: 1)
-        orders[Int(code)].base.append(UInt32(index))
+        // Leaves are loaded three quarters full, so that the first inserts after a start-up do not all split.
+        if let last = orders[Int(code)].leaves.indices.last,
+            orders[Int(code)].leaves[last].count < Self.leafCapacity * 3 / 4
+        {
+            orders[Int(code)].leaves[last].append(UInt32(index))
+        } else {
+            var leaf: [UInt32] = []
+            leaf.reserveCapacity(Self.leafCapacity + 1)
+            leaf.append(UInt32(index))
+            orders[Int(code)].leaves.append(leaf)
+        }
     }
 
     /// Declares a collection (in checkpoint order) before its records are appended.

@@ -29,6 +29,18 @@ import Testing
         let page = index.scan("c", prefix: "id-1", after: "id-15", limit: 5).map { index.id(of: $0) }
         #expect(page == Array(model.keys.filter { $0.hasPrefix("id-1") && $0 > "id-15" }.sorted().prefix(5)))
         #expect(index.find("other", "id-1") == nil)
+        // Pages of 100 after a cursor cross the order's leaves (1024 ids at most each) and add up to the whole.
+        var paged: [String] = []
+        while true {
+            let page = index.scan("c", prefix: "id-", after: paged.last, limit: 100).map { index.id(of: $0) }
+            if page.isEmpty { break }
+            paged += page
+        }
+        #expect(paged == model.keys.sorted())
+        for prefix in ["id-4", "id-49", "id-499", "id-5", "id-9999"] {
+            let expected = model.keys.filter { $0.hasPrefix(prefix) }.sorted()
+            #expect(index.scan("c", prefix: prefix, after: nil, limit: .max).map { index.id(of: $0) } == expected)
+        }
     }
 
     /// A checkpoint takes the index by value while the store goes on changing it: the copy shares the index's
