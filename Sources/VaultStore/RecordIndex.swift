@@ -38,6 +38,8 @@ struct RecordIndex {
     /// halves; none is empty).
     struct Order {
         var leaves: [[UInt32]] = []
+        /// Live entries in the leaves.
+        var count = 0
     }
 
     static let leafCapacity = 1024
@@ -86,6 +88,11 @@ struct RecordIndex {
     }
 
     subscript(entry: Int) -> Entry { entries[entry] }
+
+    /// Live records of `collection`.
+    func count(of collection: String) -> Int {
+        collectionCodes[collection].map { orders[Int($0)].count } ?? 0
+    }
 
     func collectionName(of entry: Int) -> String { collectionNames[Int(entries[entry].collection)] }
 
@@ -311,6 +318,7 @@ struct RecordIndex {
 
     private mutating func insertInOrder(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
         let code = Int(code)
+        orders[code].count += 1
         guard !orders[code].leaves.isEmpty else {
             orders[code].leaves = [[UInt32(index)]]
             return
@@ -334,6 +342,7 @@ struct RecordIndex {
             position < orders[code].leaves[leaf].count && orders[code].leaves[leaf][position] == UInt32(index),
             "index order lost an entry")
         orders[code].leaves[leaf].remove(at: position)
+        orders[code].count -= 1
         let count = orders[code].leaves[leaf].count
         if count == 0 {
             orders[code].leaves.remove(at: leaf)
@@ -430,6 +439,7 @@ struct RecordIndex {
         entries.append(entry)
         count += 1
         account(entry, sign: 1)
+        orders[Int(code)].count += 1
         // Leaves are loaded three quarters full, so that the first inserts after a start-up do not all split.
         if let last = orders[Int(code)].leaves.indices.last,
             orders[Int(code)].leaves[last].count < Self.leafCapacity * 3 / 4

@@ -21,6 +21,8 @@ import Testing
             }
         }
         #expect(index.count == model.count)
+        #expect(index.count(of: "c") == model.count)
+        #expect(index.count(of: "other") == 0)
         for (id, step) in model { #expect(index.find("c", id).map { index[$0].location } == location(step)) }
         // Absent ids (removed, or never written) are not found, whatever their hash's slot holds.
         for number in 0..<6000 where model["id-\(number)"] == nil { #expect(index.find("c", "id-\(number)") == nil) }

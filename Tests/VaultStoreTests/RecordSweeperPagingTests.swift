@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+import VaultCore
+
+@testable import VaultStore
+
+@Suite struct RecordSweeperPagingTests {
+    /// More records than one page (256), so the sweep reads several pages and rests after each full one; every
+    /// record past its end goes, the others stay, and the counts (from the index, without a walk) say so.
+    @Test func aSweepOverSeveralPagesEndsEveryExpiredRecordAndCountsTheRest() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 1 << 20))
+        let clock = ManualClock()
+        let now = Int64(clock.now.timeIntervalSince1970)
+        // Records 0, 3, 6, … ended a minute ago; the others end in an hour.
+        for number in 0..<700 {
+            let end = number % 3 == 0 ? now - 60 : now + 3600
+            try await store.put("sessions", id: String(format: "s%04d", number), value: Array(String(end).utf8))
+        }
+        for number in 0..<40 { try await store.put("kept", id: "k\(number)", value: [1]) }
+        let lifetimes = [
+            RecordLifetime.deleted("sessions", "until its end") { Int64(String(decoding: $0.value, as: UTF8.self)) },
+            RecordLifetime(kept: "kept", "always"),
+        ]
+        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: lifetimes, restPerWork: 1)
+        let report = try await sweeper.sweep()
+        #expect(report.expired == ["sessions": 234])
+        #expect(report.remaining == ["sessions": 466, "kept": 40])
+        #expect(try await store.get("sessions", id: "s0000") == nil)
+        #expect(try await store.get("sessions", id: "s0001") != nil)
+        #expect(try await store.count("sessions", prefix: "", after: nil, limit: 100) == 100)
+        #expect(try await store.count("sessions", prefix: "s00", after: nil, limit: 1000) == 66)
+        #expect(try await store.count("missing", prefix: "", after: nil, limit: 10) == 0)
+        store.close()
+    }
+}
