@@ -57,6 +57,16 @@ enum IndexCheckpoint {
         }
     }
 
+    /// True when `first` sorts strictly before `second` (bytewise, shorter first on a tie), as the index orders ids.
+    private static func ascending(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
+        let common = min(first.count, second.count)
+        if common > 0 {
+            let result = memcmp(first.baseAddress!, second.baseAddress!, common)
+            if result != 0 { return result < 0 }
+        }
+        return first.count < second.count
+    }
+
     /// A record's bytes besides its id: id length, segment, offset, frame length, key version, version, flags.
     private static let fixedRecordBytes = 1 + 4 + 4 + 4 + 4 + 8 + 1
 
@@ -101,6 +111,7 @@ enum IndexCheckpoint {
                 let collections = take(UInt32.self), total < UInt64(body.count)
             else { return nil }
             var index = RecordIndex()
+            var seen: Set<String> = []
             index.reserve(records: Int(total), keyBytes: body.count - Int(total) * 25)
             for _ in 0..<collections {
                 // Names and ids the store wrote are UTF-8; other bytes would be changed by decoding (and could
@@ -109,9 +120,14 @@ enum IndexCheckpoint {
                     let collection = String(validating: name, as: UTF8.self), let count = take(UInt64.self),
                     count <= total
                 else { return nil }
+                // Each collection once, its ids strictly ascending: the index's order is built as it reads, and a
+                // checkpoint that broke either rule would leave it out of order (refused; the log is replayed).
+                guard seen.insert(collection).inserted else { return nil }
                 let code = index.declareCollection(collection)
+                var previous: UnsafeRawBufferPointer?
                 for _ in 0..<count {
                     guard let keyLength = take(UInt8.self), let key = bytes(Int(keyLength)),
+                        previous.map({ Self.ascending($0, key) }) ?? true,
                         String(validating: key, as: UTF8.self) != nil,
                         let segment = take(UInt32.self), let offset = take(UInt32.self), let length = take(UInt32.self),
                         let keyVersion = take(UInt32.self), let version = take(UInt64.self),
@@ -122,6 +138,7 @@ enum IndexCheckpoint {
                         location: RecordLocation(
                             segment: segment, offset: offset, length: length, keyVersion: keyVersion, version: version),
                         flags: flags)
+                    previous = key
                 }
             }
             guard cursor == body.count, index.count == Int(total) else { return nil }

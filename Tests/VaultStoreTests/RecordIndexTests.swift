@@ -109,6 +109,36 @@ import Testing
     /// Found by fuzz-index-checkpoint: a checkpoint (CRC intact) whose collection name or id was not UTF-8
     /// decoded with replacement characters, up to three times longer, and writing the index back then trapped
     /// on the name's one-byte length. Such a checkpoint is refused (recovery replays the log instead).
+    /// The index builds its order while it reads a checkpoint, so a checkpoint (CRC intact) whose ids are not in
+    /// ascending order, or that lists an id or a collection twice, is refused rather than loaded out of order.
+    @Test func aCheckpointOutOfOrderIsRefused() throws {
+        var index = RecordIndex()
+        index.upsert("cards", "k1", location(1))
+        index.upsert("cards", "k2", location(2))
+        let bytes = IndexCheckpoint.encode(index, position: .init(segment: 1, offset: 16))
+        #expect(IndexCheckpoint.decode(bytes) != nil)
+        func withCRC(_ body: [UInt8]) -> [UInt8] {
+            var out = body
+            RecordFrame.appendInteger(&out, CRC32C.checksum(body))
+            return out
+        }
+        let body = Array(bytes.dropLast(4))
+        let second = try #require(body.firstRange(of: Array("k2".utf8))).lowerBound
+        for replacement in ["k0", "k1"] {
+            var bad = body
+            bad.replaceSubrange(second..<second + 2, with: Array(replacement.utf8))
+            #expect(IndexCheckpoint.decode(withCRC(bad)) == nil)
+        }
+        // The same collection twice: one record in each part (the total count stays right).
+        var twice = RecordIndex()
+        twice.upsert("cards", "k9", location(9))
+        twice.upsert("users", "u1", location(3))
+        var doubled = Array(IndexCheckpoint.encode(twice, position: .init(segment: 1, offset: 16)).dropLast(4))
+        let users = try #require(doubled.firstRange(of: Array("users".utf8))).lowerBound
+        doubled.replaceSubrange(users..<users + 5, with: Array("cards".utf8))
+        #expect(IndexCheckpoint.decode(withCRC(doubled)) == nil)
+    }
+
     @Test func aCheckpointWithNamesThatAreNotUTF8IsRefused() throws {
         var index = RecordIndex()
         index.upsert("cards", "k1", location(1))
