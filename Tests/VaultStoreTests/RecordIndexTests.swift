@@ -3,6 +3,13 @@ import Testing
 @testable import VaultStore
 
 @Suite struct RecordIndexTests {
+    /// A checkpoint's body with its CRC-32C appended (so that a test's changes to it pass the checksum).
+    private func withCRC(_ body: [UInt8]) -> [UInt8] {
+        var out = body
+        RecordFrame.appendInteger(&out, CRC32C.checksum(body))
+        return out
+    }
+
     private func location(_ value: Int) -> RecordLocation {
         RecordLocation(segment: 1, offset: UInt32(value), length: 10, keyVersion: 1, version: UInt64(value))
     }
@@ -106,9 +113,6 @@ import Testing
         #expect(IndexCheckpoint.decode(Array(bytes.dropLast())) == nil)
     }
 
-    /// Found by fuzz-index-checkpoint: a checkpoint (CRC intact) whose collection name or id was not UTF-8
-    /// decoded with replacement characters, up to three times longer, and writing the index back then trapped
-    /// on the name's one-byte length. Such a checkpoint is refused (recovery replays the log instead).
     /// The index builds its order while it reads a checkpoint, so a checkpoint (CRC intact) whose ids are not in
     /// ascending order, or that lists an id or a collection twice, is refused rather than loaded out of order.
     @Test func aCheckpointOutOfOrderIsRefused() throws {
@@ -117,11 +121,6 @@ import Testing
         index.upsert("cards", "k2", location(2))
         let bytes = IndexCheckpoint.encode(index, position: .init(segment: 1, offset: 16))
         #expect(IndexCheckpoint.decode(bytes) != nil)
-        func withCRC(_ body: [UInt8]) -> [UInt8] {
-            var out = body
-            RecordFrame.appendInteger(&out, CRC32C.checksum(body))
-            return out
-        }
         let body = Array(bytes.dropLast(4))
         let second = try #require(body.firstRange(of: Array("k2".utf8))).lowerBound
         for replacement in ["k0", "k1"] {
@@ -139,16 +138,14 @@ import Testing
         #expect(IndexCheckpoint.decode(withCRC(doubled)) == nil)
     }
 
+    /// Found by fuzz-index-checkpoint: a checkpoint (CRC intact) whose collection name or id was not UTF-8
+    /// decoded with replacement characters, up to three times longer, and writing the index back then trapped
+    /// on the name's one-byte length. Such a checkpoint is refused (recovery replays the log instead).
     @Test func aCheckpointWithNamesThatAreNotUTF8IsRefused() throws {
         var index = RecordIndex()
         index.upsert("cards", "k1", location(1))
         let bytes = IndexCheckpoint.encode(index, position: .init(segment: 1, offset: 16))
         #expect(IndexCheckpoint.decode(bytes) != nil)
-        func withCRC(_ body: [UInt8]) -> [UInt8] {
-            var out = body
-            RecordFrame.appendInteger(&out, CRC32C.checksum(body))
-            return out
-        }
         let body = Array(bytes.dropLast(4))
         for name in [Array("cards".utf8), Array("k1".utf8)] {
             let start = try #require(body.firstRange(of: name)).lowerBound
