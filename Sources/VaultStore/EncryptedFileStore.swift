@@ -12,8 +12,13 @@ public struct FileStoreOptions: Sendable {
     /// per sync on ext4). Recovery reads zeros at the end of a segment as its end. 0 turns it off;
     /// zeros that do not fit (a nearly full disk) are skipped, never failing a write.
     public var preallocationBytes: Int
-    /// A new index checkpoint is written after this many bytes of log.
+    /// A new index checkpoint is written after this many bytes of log, or after as many bytes as the last
+    /// checkpoint held if that is more: writing the index then costs at most as much I/O as the log it covers
+    /// (never a whole large index per few MiB of log), and start-up replays at most that much log.
     public var checkpointBytes: Int
+    /// A checkpoint reaches its file in pieces of this many bytes, each made durable before the next: a sync of
+    /// the log, queued behind the checkpoint's dirty pages, then waits for one piece, not for the whole index.
+    var checkpointChunkBytes = 4 << 20
     /// Compaction starts on its own once this share of the log is superseded or deleted records.
     public var compactionGarbageRatio: Double
     /// ... and the log is at least this big.
@@ -126,6 +131,9 @@ public struct StoreStatistics: Sendable, Equatable {
     /// the average group-commit batch).
     public var commitGroups: Int
     public var commits: Int
+    /// Index checkpoints the log's growth started since opening, and the size of the last one written or loaded.
+    public var automaticCheckpoints: Int
+    public var checkpointBytes: Int
 }
 
 /// The default record store: encrypted, append-only segment files in a data directory.
@@ -332,6 +340,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var durable: IndexCheckpoint.Position
         var closed = false
         var bytesSinceCheckpoint = 0
+        /// Bytes of the last checkpoint written or loaded.
+        var checkpointSize = 0
+        var automaticCheckpoints = 0
         var changedSinceCheckpoint = false
         var checkpointScheduled = false
         /// Writes not yet in the index, per data key version.
@@ -458,6 +469,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var index = RecordIndex()
         var start = IndexCheckpoint.Position(segment: 0, offset: 0)
         var usedCheckpoint = false
+        var checkpointSize = 0
         let checkpointPath = (directory as NSString).appendingPathComponent(IndexCheckpoint.fileName)
         if let file = try? fileSystem.openFile(checkpointPath, create: false) {
             let bytes = try file.read(count: Int(try file.size()), at: 0)
@@ -470,6 +482,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 index = loaded
                 start = position
                 usedCheckpoint = true
+                checkpointSize = bytes.count
             } else {
                 logger.warning("index checkpoint unusable; replaying the whole log")
             }
@@ -561,11 +574,12 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let report = RecoveryReport(
             usedCheckpoint: usedCheckpoint, framesReplayed: replayed, tornTailBytes: torn, damage: damage,
             corruptedRecords: index.corruptedCount, records: index.count)
-        let state = State(
+        var state = State(
             index: index, segments: segments, segmentSizes: sizes, active: active,
             activeSize: activeSize, activeAllocated: activeAllocated,
             durable: IndexCheckpoint.Position(segment: active.number, offset: activeSize),
             changedSinceCheckpoint: replayed > 0 || !usedCheckpoint, recoveryDamage: damage)
+        state.checkpointSize = checkpointSize
         return (state, report)
     }
 
@@ -1229,8 +1243,13 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             state.changedSinceCheckpoint = true
             state.commitGroups += 1
             state.committedWaiters += group.waiters.count
-            let checkpointDue = state.bytesSinceCheckpoint >= options.checkpointBytes && !state.checkpointScheduled
-            if checkpointDue { state.checkpointScheduled = true }
+            let checkpointDue =
+                state.bytesSinceCheckpoint >= max(options.checkpointBytes, state.checkpointSize)
+                && !state.checkpointScheduled
+            if checkpointDue {
+                state.checkpointScheduled = true
+                state.automaticCheckpoints += 1
+            }
             return (checkpointDue, compactionWanted(state))
         }
         // Answered once the state shows the group (so a writer's next read or condition sees its
@@ -1387,7 +1406,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 logBytes: state.segmentSizes.values.reduce(0, +),
                 liveBytes: state.index.liveBytes.values.reduce(0, +),
                 indexMemoryBytes: state.index.memoryBytes, isWritable: !failed,
-                commitGroups: state.commitGroups, commits: state.committedWaiters)
+                commitGroups: state.commitGroups, commits: state.committedWaiters,
+                automaticCheckpoints: state.automaticCheckpoints, checkpointBytes: state.checkpointSize)
         }
     }
 

@@ -18,16 +18,55 @@ enum IndexCheckpoint {
         var offset: UInt64
     }
 
+    /// The whole checkpoint of `index` in one array (tests; the store streams it with ``Encoder``).
     static func encode(_ index: RecordIndex, position: Position) -> [UInt8] {
-        // Sized first (ids are the only variable part), then written in place: a million records are some 60 MB.
-        let orders = index.collectionNames.indices.map { index.orderedEntries(collection: $0) }
-        var size = magic.count + 4 + 8 + 8 + 4 + 4
-        for (code, name) in index.collectionNames.enumerated() {
-            size += 1 + name.utf8.count + 8
-            for entry in orders[code] { size += Self.fixedRecordBytes + Int(index[entry].keyLength) }
+        let encoder = Encoder(index, position: position)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(encoder.size)
+        encoder.write(chunkBytes: 1 << 20) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// Writes the checkpoint of an index in pieces, so that a million records (some 100 MB) never sit in memory
+    /// twice and reach the disk at a pace the log's syncs can share (see docs/hot-path.md).
+    struct Encoder {
+        let index: RecordIndex
+        let position: Position
+        /// Each collection's entry numbers in id order.
+        private let orders: [[Int]]
+        /// The checkpoint's size in bytes (ids are the only variable part).
+        let size: Int
+
+        init(_ index: RecordIndex, position: Position) {
+            self.index = index
+            self.position = position
+            orders = index.collectionNames.indices.map { index.orderedEntries(collection: $0) }
+            var size = magic.count + 4 + 8 + 8 + 4 + 4
+            for (code, name) in index.collectionNames.enumerated() {
+                size += 1 + name.utf8.count + 8
+                for entry in orders[code] { size += fixedRecordBytes + Int(index[entry].keyLength) }
+            }
+            self.size = size
         }
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            var output = Writer(base: UnsafeMutableRawPointer(buffer.baseAddress!))
+
+        /// Hands the checkpoint to `sink` in order, in pieces of `chunkBytes` (at least 4 KiB) but the last,
+        /// which ends with the CRC.
+        func write(chunkBytes: Int, to sink: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+            let capacity = max(chunkBytes, 4096)
+            // Room for the largest item (a collection's header or a record, each under 300 bytes) past a full chunk.
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity + 512, alignment: 16)
+            defer { buffer.deallocate() }
+            var output = Writer(base: buffer)
+            var checksum: UInt32 = 0
+            var written = 0
+            func flushIfFull() throws {
+                guard output.offset >= capacity else { return }
+                let piece = UnsafeRawBufferPointer(start: buffer, count: output.offset)
+                checksum = CRC32C.checksum(piece, seed: checksum)
+                try sink(piece)
+                written += output.offset
+                output.offset = 0
+            }
             magic.withUnsafeBytes { output.append($0) }
             output.append(position.segment)
             output.append(position.offset)
@@ -37,6 +76,7 @@ enum IndexCheckpoint {
                 output.append(UInt8(name.utf8.count))
                 withBytes(name) { output.append($0) }
                 output.append(UInt64(orders[code].count))
+                try flushIfFull()
                 for entry in orders[code] {
                     index.withKey(of: entry) { key in
                         output.append(UInt8(key.count))
@@ -49,11 +89,12 @@ enum IndexCheckpoint {
                     output.append(item.location.keyVersion)
                     output.append(item.location.version)
                     output.append(item.flags & RecordIndex.corrupted)
+                    try flushIfFull()
                 }
             }
-            output.append(CRC32C.checksum(UnsafeRawBufferPointer(start: output.base, count: output.offset)))
-            precondition(output.offset == size, "index checkpoint: size miscounted")
-            initialized = size
+            output.append(CRC32C.checksum(UnsafeRawBufferPointer(start: buffer, count: output.offset), seed: checksum))
+            precondition(written + output.offset == size, "index checkpoint: size miscounted")
+            try sink(UnsafeRawBufferPointer(start: buffer, count: output.offset))
         }
     }
 

@@ -39,6 +39,9 @@ public protocol StorageFile: Sendable {
     func sync() throws
     /// Cuts or extends the file to `size` bytes.
     func truncate(to size: UInt64) throws
+    /// Reserves disk blocks for the first `size` bytes (posix_fallocate), growing the file to at least `size`;
+    /// fails with `ENOSPC` when they do not fit.
+    func allocate(_ size: UInt64) throws
     /// The current size in bytes.
     func size() throws -> UInt64
 }
@@ -160,6 +163,12 @@ final class SystemFile: StorageFile {
 
     func truncate(to size: UInt64) throws {
         if ftruncate(descriptor, off_t(size)) != 0 { throw FileSystemError.current("ftruncate", path) }
+    }
+
+    func allocate(_ size: UInt64) throws {
+        // posix_fallocate returns the error rather than setting errno.
+        let code = posix_fallocate(descriptor, 0, off_t(size))
+        guard code == 0 else { throw FileSystemError(code, "fallocate \(path): \(String(cString: strerror(code)))") }
     }
 
     func size() throws -> UInt64 {

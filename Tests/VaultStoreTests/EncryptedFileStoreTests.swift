@@ -85,6 +85,60 @@ import Glibc
         full.close()
     }
 
+    /// A checkpoint is due after `checkpointBytes` of log, or after as much log as the last checkpoint holds when
+    /// that is more: a large index is not rewritten for every few KiB of log. It is written in pieces, each synced,
+    /// and reopens whole.
+    @Test func theCheckpointIntervalGrowsWithTheCheckpointWrittenInPieces() async throws {
+        let sandbox = try StoreSandbox()
+        var options = testOptions(segmentBytes: 1 << 20, checkpointBytes: 4096)
+        options.checkpointChunkBytes = 4096
+        let payload = [UInt8](repeating: 2, count: 1000)
+        /// Puts until the log's growth starts a checkpoint; returns the log bytes written.
+        func writeUntilACheckpoint(_ store: EncryptedFileStore, prefix: String) async throws -> Int {
+            let (start, checkpoints) = (store.statistics.logBytes, store.statistics.automaticCheckpoints)
+            var count = 0
+            while store.statistics.automaticCheckpoints == checkpoints {
+                try await store.put("b", id: "\(prefix)-\(count)", value: payload)
+                count += 1
+                try #require(count < 5000)
+            }
+            return store.statistics.logBytes - start
+        }
+
+        // A small index: every `checkpointBytes` of log.
+        var store = try sandbox.open(options)
+        let first = try await writeUntilACheckpoint(store, prefix: "small")
+        #expect(first >= 4096 && first < 4096 + 1200)
+        // A large one (3,000 long ids, about 100 times `checkpointBytes`): after as much log as it holds.
+        let writing = store
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<30 {
+                group.addTask {
+                    for number in 0..<100 {
+                        let id = "record-\(writer)-\(number)-" + String(repeating: "i", count: 80)
+                        try await writing.put("a", id: id, value: [UInt8(number)])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        store.close()
+        store = try sandbox.open(options)
+        let size = store.statistics.checkpointBytes
+        #expect(size > 80 * 4096)
+        let later = try await writeUntilACheckpoint(store, prefix: "large")
+        #expect(later >= size && later < size + 1200)
+        store.close()
+
+        let reopened = try sandbox.open(options)
+        #expect(reopened.recovery.usedCheckpoint && reopened.recovery.framesReplayed == 0)
+        #expect(try await reopened.scanAll("a").count == 3000)
+        #expect(try await reopened.get("a", id: "record-29-99-" + String(repeating: "i", count: 80))?.value == [99])
+        #expect(try await reopened.scanAll("b").count == reopened.statistics.records - 3000)
+        #expect(reopened.statistics.checkpointBytes > size)
+        reopened.close()
+    }
+
     @Test func aDamagedCheckpointFallsBackToAFullReplay() async throws {
         let sandbox = try StoreSandbox()
         var store = try sandbox.open(testOptions())

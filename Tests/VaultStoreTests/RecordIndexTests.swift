@@ -113,6 +113,34 @@ import Testing
         #expect(IndexCheckpoint.decode(Array(bytes.dropLast())) == nil)
     }
 
+    /// The store streams a checkpoint in pieces (its CRC carried from one to the next): any piece size gives the
+    /// same bytes, every piece but the last is at least the size asked for, and ids up to 255 bytes cross piece
+    /// boundaries whole.
+    @Test func aCheckpointWrittenInPiecesIsTheSameCheckpoint() throws {
+        var index = RecordIndex()
+        for value in 0..<3000 {
+            let id = String(repeating: "x", count: value % 256) + "-\(value)"
+            index.upsert(["cards", "users", "pending"][value % 3], String(id.suffix(255)), location(value))
+        }
+        let encoder = IndexCheckpoint.Encoder(index, position: .init(segment: 4, offset: 77))
+        var whole: [UInt8] = []
+        encoder.write(chunkBytes: 1 << 30) { whole.append(contentsOf: $0) }
+        #expect(whole.count == encoder.size)
+        #expect(encoder.size > 100_000)
+        for chunkBytes in [0, 4096, 5000, 65536] {
+            var pieces: [[UInt8]] = []
+            encoder.write(chunkBytes: chunkBytes) { pieces.append(Array($0)) }
+            #expect(pieces.count > 1)
+            let least = max(chunkBytes, 4096)
+            #expect(pieces.dropLast().allSatisfy { $0.count >= least && $0.count < least + 512 })
+            #expect(Array(pieces.joined()) == whole)
+        }
+        let (loaded, position) = try #require(IndexCheckpoint.decode(whole))
+        #expect(position == .init(segment: 4, offset: 77))
+        #expect(loaded.count == 3000)
+        #expect(loaded.find("users", "x-1").map { loaded[$0].location } == location(1))
+    }
+
     /// The index builds its order while it reads a checkpoint, so a checkpoint (CRC intact) whose ids are not in
     /// ascending order, or that lists an id or a collection twice, is refused rather than loaded out of order.
     @Test func aCheckpointOutOfOrderIsRefused() throws {

@@ -136,6 +136,12 @@ final class FaultInjectingFile: StorageFile {
     }
 
     func truncate(to size: UInt64) throws { try base.truncate(to: size) }
+    func allocate(_ size: UInt64) throws {
+        if let limit = owner.fileSizeLimit.withLock({ $0 }), size > limit {
+            throw FileSystemError(ENOSPC, "fallocate: \(String(cString: strerror(ENOSPC)))")
+        }
+        try base.allocate(size)
+    }
     func size() throws -> UInt64 { try base.size() }
 }
 
