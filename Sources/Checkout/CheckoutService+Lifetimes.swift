@@ -59,7 +59,7 @@ extension CheckoutService {
             .deleted(Collection.audit, "1 year after the transaction's last payment data read") { record in
                 let accesses = try Self.decode([PaymentDataAccess].self, record)
                 return (accesses.last?.at).map { $0 / 1000 + auditRetention }
-            }.movingClearIds(rekey),
+            }.movingClearIds(rekey).sweptEvery(RecordLifetime.longLivedSweepSeconds),
         ]
     }
 

@@ -373,7 +373,7 @@ extension HookService {
                 record in
                 let state = try RecordCoding.decode(HookDeliveryState.self, from: record)
                 return (state.givenUpAt ?? state.date) + 400 * 86_400
-            },
+            }.sweptEvery(RecordLifetime.longLivedSweepSeconds),
         ]
     }
 }

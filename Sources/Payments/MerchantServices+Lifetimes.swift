@@ -44,7 +44,7 @@ extension MerchantServices {
             .deleted(Collections.profilingAttempts, "7 days after the tokenization (profilingAttemptRetention)") {
                 record in
                 try RecordCoding.decode(ProfilingAttempt.self, from: record).creationDate + profilingRetention
-            },
+            }.sweptEvery(RecordLifetime.longLivedSweepSeconds),
             RecordLifetime(kept: Collections.users, "until the merchant's data is removed"),
             RecordLifetime(kept: Collections.wallets, "until the merchant's data is removed"),
             RecordLifetime(kept: Collections.walletsByUser, "with its wallet"),
@@ -79,7 +79,7 @@ extension MerchantServices {
             RecordLifetime(kept: Collections.transactionsByWallet, "with its transaction"),
             .deleted(Collections.cardErasures, "1 year after the erasure (the audit trail of closed users' cards)") {
                 record in try RecordCoding.decode(CardErasure.self, from: record).erasedAt + 365 * 86_400
-            },
+            }.sweptEvery(RecordLifetime.longLivedSweepSeconds),
             .deleted(
                 PayInService.awaiting,
                 "until the challenge's deadline; the sweeper expires the transaction, which removes the entry"
@@ -96,13 +96,13 @@ extension MerchantServices {
             }.movingClearIds(rekeyRisk),
             .deleted(Collections.events, "400 days after the change it reports (eventRetention)") { record in
                 try RecordCoding.decode(PaymentEvent.self, from: record).date + eventRetention
-            },
+            }.sweptEvery(RecordLifetime.longLivedSweepSeconds),
             RecordLifetime(
                 kept: Collections.eventOutbox,
                 "until the hook delivery engine has taken the event (delivered or given up)"),
             .deleted(PayInRiskHistory.successes, "1 year (riskHistoryRetention): the user's amount history") {
                 record in Self.riskStamp(record.id).map { $0 + historyRetention }
-            }.movingClearIds(rekeyRisk),
+            }.movingClearIds(rekeyRisk).sweptEvery(RecordLifetime.longLivedSweepSeconds),
         ]
     }
 

@@ -14,6 +14,11 @@ public struct RecordLifetime: Sendable {
     /// Decides one record at `now` (Unix seconds): nil keeps it; otherwise the writes that end it, with a
     /// version condition on the record itself, so that a record changed meanwhile is left for the next round.
     public var expire: (@Sendable (Record, Int64) async throws -> [RecordWrite]?)?
+    /// At most this often (seconds) the sweeper reads the kind; nil: every round. For kinds that live weeks or
+    /// more (events, audit and history records), where a record ended up to this much late changes nothing: each
+    /// round reads and opens every record of a kind, so a large store's long-lived kinds would otherwise be read
+    /// whole every minute. See ``sweptEvery(_:)``.
+    public var sweepInterval: Int64?
 
     /// A kind whose records end by `expire`.
     public init(
@@ -30,6 +35,17 @@ public struct RecordLifetime: Sendable {
         self.collection = collection
         self.summary = summary
         self.expire = nil
+    }
+
+    /// How often the daemon reads kinds whose records live a week or more (events, audit, history): hourly.
+    public static let longLivedSweepSeconds: Int64 = 3600
+
+    /// This lifetime, read by the sweeper at most every `seconds` (see ``sweepInterval``).
+    public func sweptEvery(_ seconds: Int64) -> RecordLifetime {
+        precondition(seconds > 0, "a sweep interval must be positive")
+        var lifetime = self
+        lifetime.sweepInterval = seconds
+        return lifetime
     }
 
     /// A kind whose records end at a Unix time read from the record; the record alone is deleted.
@@ -79,6 +95,8 @@ public final class RecordSweeper: Sendable {
         var remaining: [String: Int] = [:]
         var expiredTotal: [String: Int] = [:]
         var rounds = 0
+        /// When each kind with a ``RecordLifetime/sweepInterval`` was last read whole (the round's time).
+        var lastSwept: [String: Int64] = [:]
     }
 
     /// - Parameters:
@@ -141,6 +159,10 @@ public final class RecordSweeper: Sendable {
         let now = Int64(clock.now.timeIntervalSince1970.rounded(.down))
         for lifetime in lifetimes {
             guard let expire = lifetime.expire else { continue }
+            if let interval = lifetime.sweepInterval {
+                let last = state.withLock { $0.lastSwept[lifetime.collection] }
+                if let last, now - last < interval, now >= last { continue }
+            }
             var after: String?
             var ended = 0
             while true {
@@ -168,6 +190,7 @@ public final class RecordSweeper: Sendable {
                 if restPerWork > 0 { try await Task.sleep(for: (ContinuousClock.now - pageStart) * restPerWork) }
             }
             if ended > 0 { report.expired[lifetime.collection] = ended }
+            if lifetime.sweepInterval != nil { state.withLock { $0.lastSwept[lifetime.collection] = now } }
         }
         report.remaining = try await counts()
         let expired = report.expired

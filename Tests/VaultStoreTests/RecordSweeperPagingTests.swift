@@ -33,4 +33,34 @@ import VaultCore
         #expect(try await store.count("missing", prefix: "", after: nil, limit: 10) == 0)
         store.close()
     }
+
+    /// A kind with a sweep interval is read at most that often (the first round reads it at once); a kind without
+    /// one, every round.
+    @Test func aKindWithASweepIntervalIsReadAtMostThatOften() async throws {
+        let sandbox = try StoreSandbox()
+        let store = try sandbox.open(testOptions(segmentBytes: 1 << 20))
+        let clock = ManualClock()
+        let start = Int64(clock.now.timeIntervalSince1970)
+        let ends: @Sendable (Record) -> Int64? = { Int64(String(decoding: $0.value, as: UTF8.self)) }
+        let lifetimes = [
+            RecordLifetime.deleted("events", "until its end", at: ends).sweptEvery(3600),
+            RecordLifetime.deleted("tokens", "until its end", at: ends),
+        ]
+        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: lifetimes, restPerWork: 0)
+        for (collection, end) in [("events", start - 1), ("events", start + 60), ("tokens", start + 60)] {
+            try await store.put(collection, id: "\(collection)-\(end)", value: Array(String(end).utf8))
+        }
+        #expect(try await sweeper.sweep().expired == ["events": 1])
+        clock.advance(by: 120)
+        // Both later records are over; only the kind without an interval is read.
+        #expect(try await sweeper.sweep().expired == ["tokens": 1])
+        #expect(try await store.get("events", id: "events-\(start + 60)") != nil)
+        clock.advance(by: 3480)
+        #expect(try await sweeper.sweep().expired == ["events": 1])
+        #expect(try await store.count("events", prefix: "", after: nil, limit: 10) == 0)
+        // The interval survives the move of clear ids (the wrapper keeps it).
+        #expect(lifetimes[0].movingClearIds { _ in nil }.sweepInterval == 3600)
+        #expect(lifetimes[1].sweepInterval == nil)
+        store.close()
+    }
 }
