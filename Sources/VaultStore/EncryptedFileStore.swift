@@ -131,9 +131,10 @@ public struct StoreStatistics: Sendable, Equatable {
     /// the average group-commit batch).
     public var commitGroups: Int
     public var commits: Int
-    /// Index checkpoints the log's growth started since opening, and the size of the last one written or loaded.
+    /// Index checkpoints the log's growth started since opening, and the size of the last one written or loaded
+    /// (not to be confused with ``FileStoreOptions/checkpointBytes``, the least log between two).
     public var automaticCheckpoints: Int
-    public var checkpointBytes: Int
+    public var lastCheckpointBytes: Int
 }
 
 /// The default record store: encrypted, append-only segment files in a data directory.
@@ -1407,7 +1408,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 liveBytes: state.index.liveBytes.values.reduce(0, +),
                 indexMemoryBytes: state.index.memoryBytes, isWritable: !failed,
                 commitGroups: state.commitGroups, commits: state.committedWaiters,
-                automaticCheckpoints: state.automaticCheckpoints, checkpointBytes: state.checkpointSize)
+                automaticCheckpoints: state.automaticCheckpoints, lastCheckpointBytes: state.checkpointSize)
         }
     }
 

@@ -161,7 +161,8 @@ public final class RecordSweeper: Sendable {
             guard let expire = lifetime.expire else { continue }
             if let interval = lifetime.sweepInterval {
                 let last = state.withLock { $0.lastSwept[lifetime.collection] }
-                if let last, now - last < interval, now >= last { continue }
+                // Not yet due (a clock set back makes it due at once).
+                if let last, last <= now, now < last + interval { continue }
             }
             var after: String?
             var ended = 0

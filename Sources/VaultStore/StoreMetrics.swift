@@ -97,7 +97,7 @@ extension EncryptedFileStore {
         text += "cardvault_store_log_bytes{kind=\"live\"} " + String(statistics.liveBytes) + "\n"
         text += "# HELP cardvault_store_checkpoint_bytes Size of the last index checkpoint; the next is written after "
         text += "as much log (or checkpointBytes if more).\n# TYPE cardvault_store_checkpoint_bytes gauge\n"
-        text += "cardvault_store_checkpoint_bytes " + String(statistics.checkpointBytes) + "\n"
+        text += "cardvault_store_checkpoint_bytes " + String(statistics.lastCheckpointBytes) + "\n"
         text += "# HELP cardvault_store_writable 1 while the store takes writes, 0 after a failed write.\n"
         text += "# TYPE cardvault_store_writable gauge\n"
         text += "cardvault_store_writable " + (statistics.isWritable ? "1" : "0") + "\n"
