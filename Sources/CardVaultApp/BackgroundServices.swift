@@ -46,7 +46,8 @@ public enum BackgroundServices {
         return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
             RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
                 recordIds?.rekeyedScopedId($0)
-            }
+            },
+            RecordSweeper.stateLifetime,
         ]
     }
 }

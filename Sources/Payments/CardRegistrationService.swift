@@ -83,18 +83,44 @@ public struct CardRegistrationService: Sendable {
             creationDate: environment.nowSeconds, accessKey: Identifier.secret(count: 20, random: environment.random),
             preregistrationData: Identifier.secret(count: 64, random: environment.random), registrationData: nil,
             cardId: nil, result: nil, status: .created, cardHolderName: nil, failedAttempts: 0, pending: nil)
+        let recordId = Identifier.scoped(clientId, registration.id)
+        var writes: [RecordWrite] = [
+            .put(
+                collection: Collections.registrations, id: recordId, value: try RecordCoding.encode(registration),
+                condition: .absent)
+        ]
+        let configuration = environment.configuration
+        if let deadline = Self.deadline(
+            of: registration, now: registration.creationDate, accessKeyLifetime: configuration.accessKeyLifetime,
+            registrationLifetime: Int64(configuration.registrationLifetime))
+        {
+            writes.append(Self.deadlines.entry(for: recordId, at: deadline))
+        }
         try await mapStoreErrors {
             try await environment.store.commit(
-                [
-                    .put(
-                        collection: Collections.registrations, id: Identifier.scoped(clientId, registration.id),
-                        value: try RecordCoding.encode(registration), condition: .absent)
-                ]
+                writes
                     + EventLog.writes(
                         .cardRegistrationCreated, resourceId: registration.id, clientId: clientId,
                         environment: environment))
         }
         return registration
+    }
+
+    /// The sweeper's index of open registrations (``DeadlineIndex``): a VALIDATED registration is kept for good,
+    /// so the sweeper reads only the registrations whose deadline came instead of every registration each round.
+    static let deadlines = DeadlineIndex(collection: Collections.registrationDeadlines)
+
+    /// When the sweeper next needs `registration`, as it is at `now` (see `expireRegistration`): nil once VALIDATED;
+    /// the first second past the access key's lifetime while a card number can still come (the key is valid) or
+    /// is waiting; otherwise `registrationLifetime` after creation.
+    static func deadline(
+        of registration: CardRegistration, now: Int64, accessKeyLifetime: TimeInterval, registrationLifetime: Int64
+    ) -> Int64? {
+        guard registration.status != .validated else { return nil }
+        let keyExpiry = registration.creationDate + Int64(accessKeyLifetime.rounded(.down)) + 1
+        let end = registration.creationDate + registrationLifetime
+        if now < keyExpiry || registration.pending != nil { return min(keyExpiry, end) }
+        return end
     }
 
     /// The registration `id` of `clientId`.

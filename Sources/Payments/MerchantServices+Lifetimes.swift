@@ -37,7 +37,15 @@ extension MerchantServices {
             ) { record, now in
                 try Self.expireRegistration(
                     record, now: now, accessKeyLifetime: accessKeyLifetime, registrationLifetime: registrationLifetime)
+            }.indexed(by: CardRegistrationService.deadlines) { record, now in
+                CardRegistrationService.deadline(
+                    of: try RecordCoding.decode(CardRegistration.self, from: record), now: now,
+                    accessKeyLifetime: accessKeyLifetime, registrationLifetime: registrationLifetime)
             },
+            RecordLifetime(
+                kept: Collections.registrationDeadlines,
+                "until its registration's deadline: the sweeper then takes the registration forward and moves the "
+                    + "entry to its next deadline, or drops it"),
             RecordLifetime(
                 kept: Collections.vault,
                 "with its card; a number tokenized but never completed goes at the access key's expiry"),

@@ -11,6 +11,8 @@ public enum Collections {
     public static let wallets = "wallets"
     public static let walletsByUser = "wallets-by-user"
     public static let registrations = "card-registrations"
+    /// The open registrations by their next deadline (a ``DeadlineIndex``): `<12 digits>:clientId:registrationId`.
+    public static let registrationDeadlines = "card-registration-deadlines"
     public static let cards = "cards"
     public static let cardsByUser = "cards-by-user"
     public static let cardsByFingerprint = "cards-by-fingerprint"
@@ -72,6 +74,10 @@ public enum Collections {
     // MARK: The checkout's shoppers in the merchant API (CardVaultApp's card-vault adapter)
     public static let checkoutShoppers = "checkout-shoppers"
 
+    // MARK: The record sweeper (VaultStore)
+    /// One record per kind found through a deadline index, written once its entries are complete.
+    public static let sweeperState = "sweeper-state"
+
     // MARK: Web card pay-ins (hosted payment page)
     public static let webPayIns = "web-payins"
 
@@ -84,6 +90,6 @@ public enum Collections {
         checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
         preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns, hooks, hooksByEvent, hookSecrets,
-        hookFailures,
+        hookFailures, registrationDeadlines, sweeperState,
     ]
 }

@@ -68,7 +68,8 @@ extension RecordLifetime {
     /// A record already at its new id is decided by this lifetime's own rule.
     public func movingClearIds(_ newId: @escaping @Sendable (String) -> String?) -> RecordLifetime {
         let own = expire
-        var moving = RecordLifetime(collection, summary) { record, now in
+        var moving = self
+        moving.expire = { record, now in
             if let moved = newId(record.id), moved != record.id {
                 return [
                     .put(collection: record.collection, id: moved, value: record.value, condition: .absent),
@@ -77,7 +78,6 @@ extension RecordLifetime {
             }
             return try await own?(record, now)
         }
-        moving.sweepInterval = sweepInterval
         return moving
     }
 }

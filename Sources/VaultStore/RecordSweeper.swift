@@ -19,6 +19,8 @@ public struct RecordLifetime: Sendable {
     /// round reads and opens every record of a kind, so a large store's long-lived kinds would otherwise be read
     /// whole every minute. See ``sweptEvery(_:)``.
     public var sweepInterval: Int64?
+    /// Set for a kind the sweeper finds through a deadline index (``indexed(by:deadline:)``), not by reading it whole.
+    public var deadlines: Deadlines?
 
     /// A kind whose records end by `expire`.
     public init(
@@ -97,6 +99,8 @@ public final class RecordSweeper: Sendable {
         var rounds = 0
         /// When each kind with a ``RecordLifetime/sweepInterval`` was last read whole (the round's time).
         var lastSwept: [String: Int64] = [:]
+        /// Indexed kinds whose entries are complete (``RecordLifetime/indexed(by:deadline:)``).
+        var indexed: Set<String> = []
     }
 
     /// - Parameters:
@@ -164,31 +168,12 @@ public final class RecordSweeper: Sendable {
                 // Not yet due (a clock set back makes it due at once).
                 if let last, last <= now, now < last + interval { continue }
             }
-            var after: String?
-            var ended = 0
-            while true {
-                try Task.checkCancellation()
-                let pageStart = ContinuousClock.now
-                let page = try await store.scan(lifetime.collection, prefix: "", after: after, limit: Self.pageSize)
-                for record in page {
-                    let writes: [RecordWrite]?
-                    do {
-                        writes = try await expire(record, now)
-                    } catch {
-                        report.skipped += 1
-                        continue
-                    }
-                    guard let writes, !writes.isEmpty else { continue }
-                    do {
-                        try await store.commit(writes)
-                        ended += 1
-                    } catch let error as StoreError where error.code == .conflict {
-                        report.skipped += 1
-                    }
-                }
-                guard page.count == Self.pageSize, let last = page.last else { break }
-                after = last.id
-                if restPerWork > 0 { try await Task.sleep(for: (ContinuousClock.now - pageStart) * restPerWork) }
+            let ended: Int
+            if let deadlines = lifetime.deadlines, try await isIndexed(lifetime) {
+                ended = try await sweepDue(lifetime, deadlines, expire: expire, now: now, report: &report)
+            } else {
+                ended = try await sweepWhole(lifetime, expire: expire, now: now, report: &report)
+                if lifetime.deadlines != nil { try await markIndexed(lifetime) }
             }
             if ended > 0 { report.expired[lifetime.collection] = ended }
             if lifetime.sweepInterval != nil { state.withLock { $0.lastSwept[lifetime.collection] = now } }
@@ -208,6 +193,192 @@ public final class RecordSweeper: Sendable {
         }
         return report
     }
+
+    /// Reads every record of a kind and ends those that are over; for an indexed kind (whose index is not complete
+    /// yet), files each record that has no entry at its next deadline too. Returns how many it ended.
+    private func sweepWhole(
+        _ lifetime: RecordLifetime, expire: @Sendable (Record, Int64) async throws -> [RecordWrite]?, now: Int64,
+        report: inout SweepReport
+    ) async throws -> Int {
+        var after: String?
+        var ended = 0
+        while true {
+            try Task.checkCancellation()
+            let pageStart = ContinuousClock.now
+            let page = try await store.scan(lifetime.collection, prefix: "", after: after, limit: Self.pageSize)
+            var filings: [RecordWrite] = []
+            for record in page {
+                let step: Step
+                do {
+                    step = try await Self.step(record, entry: nil, lifetime: lifetime, expire: expire, now: now)
+                } catch {
+                    report.skipped += 1
+                    continue
+                }
+                if step.indexOnly {
+                    // Records written by this build were filed as they were created: only the others are.
+                    for filing in step.writes {
+                        if try await store.get(filing.collection, id: filing.id) == nil { filings.append(filing) }
+                    }
+                } else if try await apply(step.writes, report: &report) {
+                    ended += 1
+                }
+            }
+            try await apply(filings, report: &report)
+            guard page.count == Self.pageSize, let last = page.last else { break }
+            after = last.id
+            if restPerWork > 0 { try await Task.sleep(for: (ContinuousClock.now - pageStart) * restPerWork) }
+        }
+        return ended
+    }
+
+    /// Reads the due entries of an indexed kind, in deadline order, and takes each one's record forward. Returns how
+    /// many records it ended.
+    private func sweepDue(
+        _ lifetime: RecordLifetime, _ deadlines: RecordLifetime.Deadlines,
+        expire: @Sendable (Record, Int64) async throws -> [RecordWrite]?, now: Int64, report: inout SweepReport
+    ) async throws -> Int {
+        var after: String?
+        var ended = 0
+        var due = true
+        while due {
+            try Task.checkCancellation()
+            let pageStart = ContinuousClock.now
+            let page = try await store.scan(deadlines.index.collection, prefix: "", after: after, limit: Self.pageSize)
+            var moves: [RecordWrite] = []
+            for entry in page {
+                guard let (deadline, recordId) = DeadlineIndex.parse(entry.id) else {
+                    report.skipped += 1  // not an entry of this form: left for the operator
+                    continue
+                }
+                guard deadline <= now else {
+                    due = false
+                    break
+                }
+                let step: Step
+                do {
+                    let record = try await store.get(lifetime.collection, id: recordId)
+                    step = try await Self.step(record, entry: entry, lifetime: lifetime, expire: expire, now: now)
+                } catch let error as StoreError where error.code != .corrupted {
+                    throw error
+                } catch {
+                    report.skipped += 1
+                    continue
+                }
+                if step.indexOnly {
+                    moves += step.writes
+                } else if try await apply(step.writes, report: &report) {
+                    ended += 1
+                }
+            }
+            try await apply(moves, report: &report)
+            guard due, page.count == Self.pageSize, let last = page.last else { break }
+            after = last.id
+            if restPerWork > 0 { try await Task.sleep(for: (ContinuousClock.now - pageStart) * restPerWork) }
+        }
+        return ended
+    }
+
+    /// The writes that take one record forward.
+    struct Step {
+        var writes: [RecordWrite]
+        /// Whether the writes end the record (its kind's own writes).
+        var ends: Bool
+        /// Whether the writes touch the deadline index only (the record stays as it is): the sweeper gathers those
+        /// of a page into one batch.
+        var indexOnly: Bool
+    }
+
+    /// `record` (nil: gone) taken forward at `now`: its kind's expiry, then, for an indexed kind, its deadline
+    /// entry moved to the deadline of the record as those writes leave it (dropped when it has none), in one batch.
+    /// `entry`: the entry that named it (nil while the kind is read whole).
+    static func step(
+        _ record: Record?, entry: Record?, lifetime: RecordLifetime,
+        expire: @Sendable (Record, Int64) async throws -> [RecordWrite]?, now: Int64
+    ) async throws -> Step {
+        guard let record else {
+            let drop = entry.map {
+                [RecordWrite.delete(collection: $0.collection, id: $0.id, condition: .version($0.version))]
+            }
+            return Step(writes: drop ?? [], ends: false, indexOnly: true)
+        }
+        var writes = try await expire(record, now) ?? []
+        let ends = !writes.isEmpty
+        guard let deadlines = lifetime.deadlines else { return Step(writes: writes, ends: ends, indexOnly: false) }
+        // The record as the writes leave it: replaced, deleted or as it is.
+        var following: Record? = record
+        for write in writes where write.collection == record.collection && write.id == record.id {
+            switch write {
+            case .put(_, _, let value, _):
+                following = Record(
+                    collection: record.collection, id: record.id, version: record.version &+ 1, value: value)
+            case .delete: following = nil
+            }
+        }
+        // A deadline not later than now is filed at the next second: the next round takes it, and the round that
+        // filed it, reading the index in deadline order, does not meet the same record again.
+        let next = try following.flatMap { try deadlines.next($0, now) }.map { max($0, now + 1) }
+        if next.map({ DeadlineIndex.entryId(at: $0, recordId: record.id) }) != entry?.id {
+            if let entry {
+                writes.append(.delete(collection: entry.collection, id: entry.id, condition: .version(entry.version)))
+            }
+            if let next { writes.append(deadlines.index.entry(for: record.id, at: next, condition: .unconditional)) }
+        }
+        return Step(writes: writes, ends: ends, indexOnly: !ends)
+    }
+
+    /// Commits one batch; a record or entry changed meanwhile is skipped (the next round sees it again).
+    /// - Returns: whether the batch was written (false: nothing to write, or a conflict).
+    @discardableResult
+    private func apply(_ writes: [RecordWrite], report: inout SweepReport) async throws -> Bool {
+        guard !writes.isEmpty else { return false }
+        do {
+            try await store.commit(writes)
+            return true
+        } catch let error as StoreError where error.code == .conflict {
+            report.skipped += 1
+            return false
+        }
+    }
+
+    /// The record of `sweeper-state` that says an indexed kind's entries are complete.
+    static let indexedMark = Array("deadline index complete".utf8)
+
+    /// Whether an indexed kind's entries are complete (read once from the store, then remembered).
+    private func isIndexed(_ lifetime: RecordLifetime) async throws -> Bool {
+        if state.withLock({ $0.indexed.contains(lifetime.collection) }) { return true }
+        guard try await store.get(Collections.sweeperState, id: lifetime.collection) != nil else { return false }
+        state.withLock { _ = $0.indexed.insert(lifetime.collection) }
+        return true
+    }
+
+    private func markIndexed(_ lifetime: RecordLifetime) async throws {
+        try await store.put(
+            Collections.sweeperState, id: lifetime.collection, value: Self.indexedMark, condition: .unconditional)
+        state.withLock { _ = $0.indexed.insert(lifetime.collection) }
+    }
+
+    /// Records as complete the deadline index of every indexed kind that has no record yet (a new store): every
+    /// record of it will be written by a build that files it, so no round needs to read the kind whole. The daemon
+    /// calls this as it starts, before the first round.
+    /// - Returns: the kinds marked.
+    @discardableResult
+    public func markEmptyIndexedKinds() async throws -> [String] {
+        var marked: [String] = []
+        for lifetime in lifetimes where lifetime.deadlines != nil {
+            guard try await !isIndexed(lifetime),
+                try await store.count(lifetime.collection, prefix: "", after: nil, limit: 1) == 0
+            else { continue }
+            try await markIndexed(lifetime)
+            marked.append(lifetime.collection)
+        }
+        return marked
+    }
+
+    /// The lifetime of the sweeper's own records.
+    public static let stateLifetime = RecordLifetime(
+        kept: Collections.sweeperState,
+        "one record per kind found through a deadline index, once its entries are complete")
 
     /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
     @discardableResult
@@ -251,6 +422,7 @@ private struct SweeperService: Service {
     var name: String { periodic.name }
 
     func run() async throws {
+        _ = try? await sweeper.markEmptyIndexedKinds()
         _ = try? await sweeper.counts()
         try await periodic.run()
     }

@@ -115,6 +115,67 @@ import VaultStore
         #expect(try await f.services.cards.get(clientId: "shop", id: card.id).id == card.id)
     }
 
+    /// Each registration is filed in the sweeper's deadline index when it is created; a VALIDATED one leaves the
+    /// index at its first deadline, and an open one moves to its next, so the sweeper reads only the due ones.
+    @Test func registrationsAreFiledByDeadlineAndAValidatedOneLeavesTheIndex() async throws {
+        let f = PaymentsFixture()
+        let configuration = f.services.environment.configuration
+        let created = Int64(f.clock.now.timeIntervalSince1970)
+        let open = try await f.registration()
+        let validated = try await f.registration()
+        guard case .success(let token, _) = try await f.tokenize(validated, f.form(validated)) else {
+            Issue.record("tokenization failed")
+            return
+        }
+        let done = try await f.services.cardRegistrations.update(
+            clientId: "shop", id: validated.id, registrationData: "data=" + token.unsafeRevealed, cardHolderName: nil,
+            tag: nil)
+        #expect(done.status == .validated)
+        let keyExpiry = created + Int64(configuration.accessKeyLifetime) + 1
+        let entries = { try await f.store.scanAll(Collections.registrationDeadlines).map(\.id) }
+        #expect(
+            try await entries()
+                == [open.id, validated.id].sorted().map {
+                    DeadlineIndex.entryId(at: keyExpiry, recordId: Identifier.scoped("shop", $0))
+                })
+        let sweeper = sweeper(f)
+        try await sweeper.sweep()  // the first round reads the kind whole: each entry is where it was
+        #expect(try await entries().count == 2)
+        f.clock.advance(by: configuration.accessKeyLifetime + 1)
+        try await sweeper.sweep()
+        #expect(
+            try await entries() == [
+                DeadlineIndex.entryId(
+                    at: created + Int64(configuration.registrationLifetime),
+                    recordId: Identifier.scoped("shop", open.id))
+            ])
+        f.clock.advance(by: configuration.registrationLifetime)
+        try await sweeper.sweep()
+        #expect(try await entries().isEmpty)
+        #expect(try await count(f, Collections.registrations) == 1)
+    }
+
+    @Test func aRegistrationsDeadlineFollowsItsState() async throws {
+        let f = PaymentsFixture()
+        var registration = try await f.registration()
+        let created = registration.creationDate
+        let deadline = { (now: Int64) in
+            CardRegistrationService.deadline(
+                of: registration, now: now, accessKeyLifetime: 1200.5, registrationLifetime: 86_400)
+        }
+        #expect(deadline(created) == created + 1201)  // the key's expiry: a number may still come
+        #expect(deadline(created + 1201) == created + 86_400)  // the key has expired, nothing waits
+        guard case .success = try await f.tokenize(registration, f.form(registration)) else {
+            Issue.record("tokenization failed")
+            return
+        }
+        registration = try await f.services.cardRegistrations.get(clientId: "shop", id: registration.id)
+        #expect(registration.pending != nil)
+        #expect(deadline(created + 5000) == created + 1201)  // a waiting number goes at the key's expiry: now
+        registration.status = .validated
+        #expect(deadline(created) == nil)
+    }
+
     @Test func completingAfterTheAccessKeyExpiredFailsEvenBeforeTheSweep() async throws {
         let f = PaymentsFixture()
         let registration = try await f.registration()
