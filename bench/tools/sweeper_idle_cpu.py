@@ -7,6 +7,9 @@ time (user + system, /proc) over that window, with the number of sweep rounds it
 binaries (CARDVAULT_BIN) to compare them on the same machine, one after the other.
 
     bench/tools/sweeper_idle_cpu.py [--load 30] [--idle 60] [--interval 10] [--bin .build/release/cardvault]
+        [--load-bin OLDER_BINARY]
+
+With --load-bin, that binary serves the load and the measured one then opens the store it left (an upgrade).
 """
 import argparse
 import base64
@@ -59,6 +62,8 @@ def main():
     parser.add_argument("--idle", type=int, default=60, help="seconds of idle measurement")
     parser.add_argument("--interval", type=int, default=10, help="the sweep interval (seconds)")
     parser.add_argument("--bin", default=os.environ.get("CARDVAULT_BIN", ROOT + "/.build/release/cardvault"))
+    parser.add_argument(
+        "--load-bin", help="the binary that serves the load (default --bin); the idle window then runs --bin on its store")
     options = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="cardvault-sweeper-")
@@ -74,21 +79,36 @@ def main():
         CARDVAULT_HTTP_MAX_CONNECTIONS_PER_ADDRESS="512",
     )
     log = open(home + "/daemon.log", "w+")
-    daemon = subprocess.Popen(
-        [options.bin, "serve", "--config", ROOT + "/config/cardvault.json"], env=environment, stdout=log,
-        stderr=subprocess.STDOUT, cwd=ROOT)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        client = None
+
+    def start(binary):
+        process = subprocess.Popen(
+            [binary, "serve", "--config", ROOT + "/config/cardvault.json"], env=environment, stdout=log,
+            stderr=subprocess.STDOUT, cwd=ROOT)
         for _ in range(300):
-            log.seek(0)
-            client = re.search(r"ClientId=(\S+) ApiKey=(\S+)", log.read())
-            if client:
+            if process.poll() is not None:
                 break
-            time.sleep(0.1)
-        if not client or daemon.poll() is not None:
-            log.seek(0)
-            sys.exit("the daemon printed no development client: " + log.read()[-500:])
+            try:
+                call(base + "/health")
+                return process
+            except OSError:
+                time.sleep(0.1)
+        log.seek(0)
+        sys.exit(f"{binary} did not start: " + log.read()[-500:])
+
+    def stop(process):
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+    base = f"http://127.0.0.1:{port}"
+    daemon = start(options.load_bin or options.bin)
+    try:
+        log.seek(0)
+        client = re.search(r"ClientId=(\S+) ApiKey=(\S+)", log.read())
+        if not client:
+            sys.exit("the daemon printed no development client")
         basic = base64.b64encode(f"{client.group(1)}:{client.group(2)}".encode()).decode()
         token = json.loads(call(
             base + "/v2.01/oauth/token", "POST", b"grant_type=client_credentials",
@@ -102,12 +122,25 @@ def main():
         out = tempfile.mkdtemp(prefix="registrations-", dir=home)
         subprocess.run(
             ["wrk", "-t2", "-c16", f"-d{options.load}s", "-s", ROOT + "/bench/wrk/create.lua", base, "--",
-             client.group(1), token, user, out], check=True)
+             client.group(1), token, user, out], check=True, stdout=subprocess.DEVNULL)
         count = registrations(base)
+        if options.load_bin and options.load_bin != options.bin:
+            # The store as an older build left it, opened by the build measured.
+            stop(daemon)
+            daemon = start(options.bin)
         time.sleep(2)
         rounds_before = metric(base, "cardvault_sweep_rounds_total") or 0
         before = cpu_seconds(daemon.pid)
-        time.sleep(options.idle)
+        # The daemon's CPU between one finished round and the next (the round's work and the idle time between).
+        by_round, seen, mark = [], rounds_before, before
+        end = time.monotonic() + options.idle
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            rounds_now = metric(base, "cardvault_sweep_rounds_total") or 0
+            if rounds_now > seen:
+                cpu = cpu_seconds(daemon.pid)
+                by_round.append(round(1000 * (cpu - mark)))
+                seen, mark = rounds_now, cpu
         used = cpu_seconds(daemon.pid) - before
         if daemon.poll() is not None:
             sys.exit("the daemon stopped during the measurement")
@@ -116,17 +149,14 @@ def main():
         print(json.dumps({
             "binary": options.bin, "registrations": count, "idle_seconds": options.idle,
             "sweep_rounds": rounds, "cpu_seconds": round(used, 3),
-            "cpu_ms_per_round": round(1000 * used / rounds, 1) if rounds else None}))
+            "cpu_ms_per_round": round(1000 * used / rounds, 1) if rounds else None,
+            "cpu_ms_up_to_each_round": by_round}))
     finally:
         log.seek(0)
         tail = log.read()[-2000:]
         if tail.count("\n") > 2:
             print("the daemon's log ends:\n" + tail, file=sys.stderr)
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
+        stop(daemon)
         subprocess.run(["rm", "-rf", home])
 
 
