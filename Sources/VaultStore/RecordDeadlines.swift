@@ -3,7 +3,7 @@
 ///
 /// For kinds whose records mostly outlive their last deadline (card registrations: a VALIDATED one is kept for
 /// good, an open one has two deadlines), the sweeper reads the due entries of the index and stops at the first
-/// that is not due, instead of reading the kind whole each round (``RecordLifetime/indexed(by:deadline:)``). The
+/// that is not due, instead of reading the kind whole each round (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``). The
 /// domain files a record's first entry in the batch that creates it (``entry(for:at:)``); the sweeper moves the
 /// entry to the record's next deadline, or drops it, when it takes the record forward.
 public struct DeadlineIndex: Sendable, Equatable {
@@ -48,20 +48,25 @@ extension RecordLifetime {
     /// batch.
     ///
     /// Records written before the index existed have no entry: the first round on a store reads the kind whole
-    /// once, filing every record that has a deadline, and then records (in `sweeper-state`) that the index is
-    /// complete.
+    /// once, filing every record that has a deadline, and records the time (in `sweeper-state`). After that the
+    /// kind is read whole once per `wholeReadEvery` seconds (a day), as a backstop: a record written without its
+    /// entry (by an older daemon still running on a shared database) is filed, or ended, within that time.
     public func indexed(
-        by index: DeadlineIndex, deadline: @escaping @Sendable (Record, Int64) throws -> Int64?
+        by index: DeadlineIndex, wholeReadEvery: Int64 = 86_400,
+        deadline: @escaping @Sendable (Record, Int64) throws -> Int64?
     ) -> RecordLifetime {
         precondition(expire != nil, "an indexed kind needs an expiry")
+        precondition(wholeReadEvery > 0, "the whole-read interval must be positive")
         var lifetime = self
-        lifetime.deadlines = RecordLifetime.Deadlines(index: index, next: deadline)
+        lifetime.deadlines = RecordLifetime.Deadlines(index: index, wholeReadEvery: wholeReadEvery, next: deadline)
         return lifetime
     }
 
-    /// What ``indexed(by:deadline:)`` sets.
+    /// What ``indexed(by:wholeReadEvery:deadline:)`` sets.
     public struct Deadlines: Sendable {
         public var index: DeadlineIndex
+        /// Seconds between two whole reads of the kind (the backstop).
+        public var wholeReadEvery: Int64
         public var next: @Sendable (Record, Int64) throws -> Int64?
     }
 }

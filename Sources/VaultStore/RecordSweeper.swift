@@ -19,7 +19,7 @@ public struct RecordLifetime: Sendable {
     /// round reads and opens every record of a kind, so a large store's long-lived kinds would otherwise be read
     /// whole every minute. See ``sweptEvery(_:)``.
     public var sweepInterval: Int64?
-    /// Set for a kind the sweeper finds through a deadline index (``indexed(by:deadline:)``), not by reading it whole.
+    /// Set for a kind the sweeper finds through a deadline index (``indexed(by:wholeReadEvery:deadline:)``), not by reading it whole.
     public var deadlines: Deadlines?
 
     /// A kind whose records end by `expire`.
@@ -99,8 +99,9 @@ public final class RecordSweeper: Sendable {
         var rounds = 0
         /// When each kind with a ``RecordLifetime/sweepInterval`` was last read whole (the round's time).
         var lastSwept: [String: Int64] = [:]
-        /// Indexed kinds whose entries are complete (``RecordLifetime/indexed(by:deadline:)``).
-        var indexed: Set<String> = []
+        /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as read from or
+        /// written to `sweeper-state`.
+        var lastWholeRead: [String: Int64] = [:]
     }
 
     /// - Parameters:
@@ -168,12 +169,18 @@ public final class RecordSweeper: Sendable {
                 // Not yet due (a clock set back makes it due at once).
                 if let last, last <= now, now < last + interval { continue }
             }
-            let ended: Int
-            if let deadlines = lifetime.deadlines, try await isIndexed(lifetime) {
-                ended = try await sweepDue(lifetime, deadlines, expire: expire, now: now, report: &report)
+            var ended = 0
+            if let deadlines = lifetime.deadlines {
+                // Read whole when the index is not known complete, and then once per `wholeReadEvery` as a backstop
+                // (a record written without its entry, by an older daemon on a shared database, is filed within it).
+                let last = try await lastWholeRead(lifetime)
+                if last.map({ !($0 <= now && now < $0 + deadlines.wholeReadEvery) }) ?? true {
+                    ended += try await sweepWhole(lifetime, expire: expire, now: now, report: &report)
+                    try await markWholeRead(lifetime, at: now)
+                }
+                ended += try await sweepDue(lifetime, deadlines, expire: expire, now: now, report: &report)
             } else {
                 ended = try await sweepWhole(lifetime, expire: expire, now: now, report: &report)
-                if lifetime.deadlines != nil { try await markIndexed(lifetime) }
             }
             if ended > 0 { report.expired[lifetime.collection] = ended }
             if lifetime.sweepInterval != nil { state.withLock { $0.lastSwept[lifetime.collection] = now } }
@@ -341,35 +348,37 @@ public final class RecordSweeper: Sendable {
         }
     }
 
-    /// The record of `sweeper-state` that says an indexed kind's entries are complete.
-    static let indexedMark = Array("deadline index complete".utf8)
-
-    /// Whether an indexed kind's entries are complete (read once from the store, then remembered).
-    private func isIndexed(_ lifetime: RecordLifetime) async throws -> Bool {
-        if state.withLock({ $0.indexed.contains(lifetime.collection) }) { return true }
-        guard try await store.get(Collections.sweeperState, id: lifetime.collection) != nil else { return false }
-        state.withLock { _ = $0.indexed.insert(lifetime.collection) }
-        return true
+    /// When an indexed kind was last read whole (its entries complete as of then): the Unix seconds that its
+    /// `sweeper-state` record holds, in decimal; nil when never (or unreadable). Read once, then remembered.
+    private func lastWholeRead(_ lifetime: RecordLifetime) async throws -> Int64? {
+        if let known = state.withLock({ $0.lastWholeRead[lifetime.collection] }) { return known }
+        guard let record = try await store.get(Collections.sweeperState, id: lifetime.collection),
+            let seconds = Int64(String(decoding: record.value, as: UTF8.self))
+        else { return nil }
+        state.withLock { $0.lastWholeRead[lifetime.collection] = seconds }
+        return seconds
     }
 
-    private func markIndexed(_ lifetime: RecordLifetime) async throws {
+    private func markWholeRead(_ lifetime: RecordLifetime, at now: Int64) async throws {
         try await store.put(
-            Collections.sweeperState, id: lifetime.collection, value: Self.indexedMark, condition: .unconditional)
-        state.withLock { _ = $0.indexed.insert(lifetime.collection) }
+            Collections.sweeperState, id: lifetime.collection, value: Array(String(now).utf8),
+            condition: .unconditional)
+        state.withLock { $0.lastWholeRead[lifetime.collection] = now }
     }
 
-    /// Records as complete the deadline index of every indexed kind that has no record yet (a new store): every
-    /// record of it will be written by a build that files it, so no round needs to read the kind whole. The daemon
-    /// calls this as it starts, before the first round.
+    /// Records as complete (read whole now) the deadline index of every indexed kind that has no record yet (a new
+    /// store): every record of it will be written by a build that files it, so the first round need not read the
+    /// kind whole. The daemon calls this as it starts, before the first round.
     /// - Returns: the kinds marked.
     @discardableResult
     public func markEmptyIndexedKinds() async throws -> [String] {
         var marked: [String] = []
+        let now = Int64(clock.now.timeIntervalSince1970.rounded(.down))
         for lifetime in lifetimes where lifetime.deadlines != nil {
-            guard try await !isIndexed(lifetime),
+            guard try await lastWholeRead(lifetime) == nil,
                 try await store.count(lifetime.collection, prefix: "", after: nil, limit: 1) == 0
             else { continue }
-            try await markIndexed(lifetime)
+            try await markWholeRead(lifetime, at: now)
             marked.append(lifetime.collection)
         }
         return marked
@@ -378,7 +387,7 @@ public final class RecordSweeper: Sendable {
     /// The lifetime of the sweeper's own records.
     public static let stateLifetime = RecordLifetime(
         kept: Collections.sweeperState,
-        "one record per kind found through a deadline index, once its entries are complete")
+        "one record per kind found through a deadline index: when it was last read whole")
 
     /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
     @discardableResult

@@ -53,7 +53,7 @@ import VaultCore
         #expect(try await store.get("sessions", id: "old-over") == nil)
         // The open one is filed at its deadline; the kept one has none.
         #expect(try await Self.entries(store) == [DeadlineIndex.entryId(at: now + 50, recordId: "old-open")])
-        #expect(try await store.get(Collections.sweeperState, id: "sessions") != nil)
+        #expect(try await store.get(Collections.sweeperState, id: "sessions")?.value == Array(String(now).utf8))
 
         // From now on the kind is not read whole: a record over but without an entry is not met...
         try await store.put("sessions", id: "unfiled", value: Self.value("b", now - 5))
@@ -108,6 +108,29 @@ import VaultCore
         let first = RecordSweeper(store: upgraded, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
         #expect(try await first.markEmptyIndexedKinds() == [])
         #expect(try await first.sweep().expired == ["sessions": 1])
+    }
+
+    /// Once a day (`wholeReadEvery`) the kind is read whole again: a record written without its entry (an older
+    /// daemon on a shared database) is ended or filed then. The time of the last whole read survives a restart.
+    @Test func aWholeReadOnceADayCatchesWhatTheIndexMissed() async throws {
+        let store = InMemoryRecordStore()
+        let clock = ManualClock()
+        let now = Int64(clock.now.timeIntervalSince1970)
+        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
+        #expect(try await sweeper.markEmptyIndexedKinds() == ["sessions"])
+        try await store.put("sessions", id: "unfiled-over", value: Self.value("b", now + 10))
+        try await store.put("sessions", id: "unfiled-open", value: Self.value("a", now + 100_000))
+        clock.advance(by: 86_399)
+        #expect(try await sweeper.sweep().expired == [:])
+        #expect(try await Self.entries(store).isEmpty)
+        let restarted = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
+        #expect(try await restarted.sweep().expired == [:])  // the day is counted from the stored time
+        clock.advance(by: 1)
+        #expect(try await restarted.sweep().expired == ["sessions": 1])
+        #expect(try await store.get("sessions", id: "unfiled-over") == nil)
+        #expect(try await Self.entries(store) == [DeadlineIndex.entryId(at: now + 100_000, recordId: "unfiled-open")])
+        #expect(
+            try await store.get(Collections.sweeperState, id: "sessions")?.value == Array(String(now + 86_400).utf8))
     }
 
     @Test func anEntryWhoseRecordIsGoneOrHasNoDeadlineLeftIsDropped() async throws {
