@@ -75,7 +75,7 @@ public enum Collections {
     public static let checkoutShoppers = "checkout-shoppers"
 
     // MARK: The record sweeper (VaultStore)
-    /// One record per kind found through a deadline index, written once its entries are complete.
+    /// One record per kind found through a deadline index: when the sweeper last read the kind whole.
     public static let sweeperState = "sweeper-state"
 
     // MARK: Web card pay-ins (hosted payment page)

@@ -3,8 +3,8 @@
 ///
 /// For kinds whose records mostly outlive their last deadline (card registrations: a VALIDATED one is kept for
 /// good, an open one has two deadlines), the sweeper reads the due entries of the index and stops at the first
-/// that is not due, instead of reading the kind whole each round (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``). The
-/// domain files a record's first entry in the batch that creates it (``entry(for:at:)``); the sweeper moves the
+/// that is not due, instead of reading the kind whole each round
+/// (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``). The domain files a record's first entry in the batch that creates it (``entry(for:at:)``); the sweeper moves the
 /// entry to the record's next deadline, or drops it, when it takes the record forward.
 public struct DeadlineIndex: Sendable, Equatable {
     /// The collection of the entries.

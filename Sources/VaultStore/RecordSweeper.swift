@@ -19,7 +19,8 @@ public struct RecordLifetime: Sendable {
     /// round reads and opens every record of a kind, so a large store's long-lived kinds would otherwise be read
     /// whole every minute. See ``sweptEvery(_:)``.
     public var sweepInterval: Int64?
-    /// Set for a kind the sweeper finds through a deadline index (``indexed(by:wholeReadEvery:deadline:)``), not by reading it whole.
+    /// Set for a kind the sweeper finds through a deadline index (``indexed(by:wholeReadEvery:deadline:)``), not by
+    /// reading it whole each round.
     public var deadlines: Deadlines?
 
     /// A kind whose records end by `expire`.
@@ -99,8 +100,8 @@ public final class RecordSweeper: Sendable {
         var rounds = 0
         /// When each kind with a ``RecordLifetime/sweepInterval`` was last read whole (the round's time).
         var lastSwept: [String: Int64] = [:]
-        /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as read from or
-        /// written to `sweeper-state`.
+        /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as
+        /// read from or written to `sweeper-state`.
         var lastWholeRead: [String: Int64] = [:]
     }
 
@@ -173,8 +174,10 @@ public final class RecordSweeper: Sendable {
             if let deadlines = lifetime.deadlines {
                 // Read whole when the index is not known complete, and then once per `wholeReadEvery` as a backstop
                 // (a record written without its entry, by an older daemon on a shared database, is filed within it).
+                // (A clock set back makes the whole read due at once, as for `sweepInterval`.)
                 let last = try await lastWholeRead(lifetime)
-                if last.map({ !($0 <= now && now < $0 + deadlines.wholeReadEvery) }) ?? true {
+                let readRecently = last.map { $0 <= now && now < $0 + deadlines.wholeReadEvery } ?? false
+                if !readRecently {
                     ended += try await sweepWhole(lifetime, expire: expire, now: now, report: &report)
                     try await markWholeRead(lifetime, at: now)
                 }

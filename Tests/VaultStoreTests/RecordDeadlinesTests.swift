@@ -4,9 +4,9 @@ import VaultCore
 
 @testable import VaultStore
 
-/// A kind found through a deadline index: the sweeper reads the kind whole once (filing the records an older build
-/// wrote without entries), then only the entries that are due, and moves or drops each entry as it takes its
-/// record forward.
+/// A kind found through a deadline index: the sweeper reads the kind whole in its first round and then once a day
+/// (filing the records written without entries), and otherwise only the entries that are due, moving or dropping
+/// each entry as it takes its record forward.
 @Suite struct RecordDeadlinesTests {
     /// The test kind: a record's value is `<stage> <deadline>`. Stage `a` moves to `b` 100 s after its deadline,
     /// `b` ends (deleted) at its deadline, `kept` has no deadline.
@@ -37,6 +37,14 @@ import VaultCore
 
     static func entries(_ store: some RecordStore) async throws -> [String] {
         try await store.scanAll(index.collection).map(\.id)
+    }
+
+    /// An empty in-memory store, a manual clock, its time in seconds, and a sweeper of the test kind over them.
+    static func memorySweeper() -> (InMemoryRecordStore, ManualClock, Int64, RecordSweeper) {
+        let store = InMemoryRecordStore()
+        let clock = ManualClock()
+        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [lifetime], restPerWork: 0)
+        return (store, clock, Int64(clock.now.timeIntervalSince1970), sweeper)
     }
 
     @Test func theFirstRoundFilesEveryRecordThenRoundsReadOnlyTheDueEntries() async throws {
@@ -75,7 +83,7 @@ import VaultCore
             ])
         #expect(try await store.get("sessions", id: "unfiled") != nil)
 
-        // A new sweeper (a restart) reads the mark and keeps to the index.
+        // A new sweeper (a restart) reads the time of the last whole read and keeps to the index.
         let restarted = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
         clock.advance(by: 30)
         #expect(try await restarted.sweep().expired == ["sessions": 1])  // old-open, at now + 50
@@ -93,10 +101,7 @@ import VaultCore
     /// On a new store (no record of the kind yet) the index is complete from the start: no round reads the kind
     /// whole. A store that holds records of the kind is left for the first round.
     @Test func aKindWithoutRecordsIsMarkedCompleteAtStart() async throws {
-        let store = InMemoryRecordStore()
-        let clock = ManualClock()
-        let now = Int64(clock.now.timeIntervalSince1970)
-        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
+        let (store, clock, now, sweeper) = Self.memorySweeper()
         #expect(try await sweeper.markEmptyIndexedKinds() == ["sessions"])
         #expect(try await sweeper.markEmptyIndexedKinds() == [])
         try await store.put("sessions", id: "unfiled", value: Self.value("b", now - 5))
@@ -113,10 +118,7 @@ import VaultCore
     /// Once a day (`wholeReadEvery`) the kind is read whole again: a record written without its entry (an older
     /// daemon on a shared database) is ended or filed then. The time of the last whole read survives a restart.
     @Test func aWholeReadOnceADayCatchesWhatTheIndexMissed() async throws {
-        let store = InMemoryRecordStore()
-        let clock = ManualClock()
-        let now = Int64(clock.now.timeIntervalSince1970)
-        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
+        let (store, clock, now, sweeper) = Self.memorySweeper()
         #expect(try await sweeper.markEmptyIndexedKinds() == ["sessions"])
         try await store.put("sessions", id: "unfiled-over", value: Self.value("b", now + 10))
         try await store.put("sessions", id: "unfiled-open", value: Self.value("a", now + 100_000))
@@ -134,10 +136,7 @@ import VaultCore
     }
 
     @Test func anEntryWhoseRecordIsGoneOrHasNoDeadlineLeftIsDropped() async throws {
-        let store = InMemoryRecordStore()
-        let clock = ManualClock()
-        let now = Int64(clock.now.timeIntervalSince1970)
-        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [Self.lifetime], restPerWork: 0)
+        let (store, clock, now, sweeper) = Self.memorySweeper()
         _ = try await sweeper.sweep()  // the first round: nothing to file
         try await store.commit([
             .put(collection: "sessions", id: "done", value: Self.value("a", now + 10), condition: .absent),

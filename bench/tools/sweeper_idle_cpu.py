@@ -26,6 +26,11 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def redacted(text):
+    """The daemon's output with the development client's API key masked (it is printed once, at start)."""
+    return re.sub(r"ApiKey=\S+", "ApiKey=<redacted>", text)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -93,7 +98,7 @@ def main():
             except OSError:
                 time.sleep(0.1)
         log.seek(0)
-        sys.exit(f"{binary} did not start: " + log.read()[-500:])
+        sys.exit(f"{binary} did not start: " + redacted(log.read()[-500:]))
 
     def stop(process):
         process.terminate()
@@ -153,7 +158,7 @@ def main():
             "cpu_ms_up_to_each_round": by_round}))
     finally:
         log.seek(0)
-        tail = log.read()[-2000:]
+        tail = redacted(log.read()[-2000:])
         if tail.count("\n") > 2:
             print("the daemon's log ends:\n" + tail, file=sys.stderr)
         stop(daemon)
