@@ -28,6 +28,13 @@ struct ChunkedArray<Element> {
         self.count = count
     }
 
+    /// An array over full chunks (``chunkSize`` elements each), such as ones allocated ahead of need.
+    init(fullChunks: [ContiguousArray<Element>]) {
+        precondition(fullChunks.allSatisfy { $0.count == Self.chunkSize }, "a chunk that is not full")
+        chunks = fullChunks
+        count = fullChunks.count << Self.chunkShift
+    }
+
     var indices: Range<Int> { 0..<count }
 
     subscript(position: Int) -> Element {

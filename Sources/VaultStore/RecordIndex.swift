@@ -16,7 +16,7 @@ struct RecordLocation: Equatable, Sendable {
 /// entries are 32-byte structs in one array, the hash table is an open-addressing array of
 /// 64-bit slots (the low 32 bits of the record's hash beside its entry number, so that a probe
 /// rarely touches an entry that is not the one sought, and the table grows without rehashing
-/// ids), and each collection's order is a list of sorted leaves of entry numbers (a one-level B-tree: an insert
+/// ids; it grows in steps, see ``Growth``), and each collection's order is a list of sorted leaves of entry numbers (a one-level B-tree: an insert
 /// or removal moves at most one leaf's numbers, never the whole order).
 ///
 /// The arena, the entries and the table are kept in chunks (``KeyArena``, ``ChunkedArray``), so that a copy of the
@@ -29,6 +29,31 @@ struct RecordIndex {
         var keyLength: UInt8
         var flags: UInt8
     }
+
+    /// A doubling of the hash table, done a few slots per change rather than all at once under the store's lock
+    /// (at 1.5 million records, placing every slot again took tens of milliseconds, a stall for every request
+    /// waiting on the lock).
+    ///
+    /// New slots go to the larger table only. The old table's slots before `next` have been placed in the new
+    /// one; those from `next` on still belong to the old table, which nothing else writes, except that a removal
+    /// of one of its records leaves ``RecordIndex/moved`` in its slot (a shift backwards could carry a slot
+    /// behind `next`). A lookup probes the new table, then the old one, where it passes over slots before `next`
+    /// and marks, but stops at an empty slot, since the old table's probe runs are as they were.
+    struct Growth {
+        var old: ChunkedArray<UInt64>
+        var next = 0
+    }
+
+    /// A removed record's slot in a table being emptied (``Growth``): no entry number + 1 is `UInt32.max`.
+    static let moved = UInt64(UInt32.max)
+    /// Old slots placed in the new table per insert or removal while the table grows. The new table holds twice
+    /// the old one's slots and triggers its next doubling after about as many inserts as the old one has slots'
+    /// worth of records, so any step above 2 ends a growth before the next one is due; a larger step keeps the
+    /// growth short.
+    static let growthStep = 16
+
+    /// Whether the hash table is between sizes (for tests).
+    var isGrowing: Bool { growth != nil }
 
     /// Entry flags.
     static let live: UInt8 = 1
@@ -52,6 +77,11 @@ struct RecordIndex {
     private var freeEntries: [UInt32] = []
     /// `hash low 32 bits << 32 | entry number + 1`; 0 is empty.
     private var slots = ChunkedArray<UInt64>(repeating: 0, count: 64)
+    /// The table being emptied into `slots` while it grows, or nil.
+    private var growth: Growth?
+    /// Zeroed chunks of the next, doubled table, allocated one per insert as the table fills towards its limit, so
+    /// that a doubling does not allocate (and fault in) the whole table at once: 32 MB, 13 ms, at 2^22 slots.
+    private var nextTableChunks: [ContiguousArray<UInt64>] = []
     private var orders: [Order] = []
     /// Live records.
     private(set) var count = 0
@@ -73,13 +103,22 @@ struct RecordIndex {
     }
 
     func find(code: UInt16, key: UnsafeRawBufferPointer) -> Int? {
-        let mask = slots.count - 1
         let tag = UInt32(truncatingIfNeeded: Self.hash(code: code, key: key))
+        if let index = probe(slots, from: 0, tag: tag, code: code, key: key) { return index }
+        guard let growth else { return nil }
+        return probe(growth.old, from: growth.next, tag: tag, code: code, key: key)
+    }
+
+    /// The entry number of (`code`, `key`) in `table`, passing over slots before `first` (and marks).
+    private func probe(
+        _ table: ChunkedArray<UInt64>, from first: Int, tag: UInt32, code: UInt16, key: UnsafeRawBufferPointer
+    ) -> Int? {
+        let mask = table.count - 1
         var slot = Int(tag) & mask
         while true {
-            let value = slots[slot]
+            let value = table[slot]
             if value == 0 { return nil }
-            if UInt32(truncatingIfNeeded: value >> 32) == tag {
+            if UInt32(truncatingIfNeeded: value >> 32) == tag, value != Self.moved, slot >= first {
                 let index = Int(UInt32(truncatingIfNeeded: value)) - 1
                 if entryMatches(index, code: code, key: key) { return index }
             }
@@ -138,7 +177,13 @@ struct RecordIndex {
     private mutating func insertNew(
         code: UInt16, key: UnsafeRawBufferPointer, location: RecordLocation, corrupted: Bool
     ) {
-        if (count + 1) * 10 > slots.count * 7 { grow() }
+        if (count + 1) * 10 > slots.count * 7 {
+            grow()
+        } else if growth != nil {
+            continueGrowth()
+        } else if (count + 1) * 100 > slots.count * 68 {
+            prepareNextTable()
+        }
         let keyStart = keys.append(key)
         let entry = Entry(
             location: location, keyStart: keyStart, collection: code, keyLength: UInt8(key.count),
@@ -161,7 +206,8 @@ struct RecordIndex {
         let entry = entries[index]
         account(entry, sign: -1)
         count -= 1
-        removeFromTable(index, hash: Self.hash(code: entry.collection, key: key))
+        removeFromTable(index, code: entry.collection, key: key)
+        if growth != nil { continueGrowth() }
         removeFromOrder(index, code: Int(entry.collection), key: key)
         free(index)
     }
@@ -223,13 +269,34 @@ struct RecordIndex {
         slots[slot] = value
     }
 
-    private mutating func removeFromTable(_ index: Int, hash: UInt64) {
+    private mutating func removeFromTable(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
+        let value = UInt64(UInt32(truncatingIfNeeded: Self.hash(code: code, key: key))) << 32 | UInt64(index + 1)
+        if let slot = Self.slot(holding: value, in: slots, from: 0) {
+            removeSlot(slot)
+        } else if let slot = growth.flatMap({ Self.slot(holding: value, in: $0.old, from: $0.next) }) {
+            growth!.old[slot] = Self.moved
+        } else {
+            preconditionFailure("index hash table lost an entry")
+        }
+    }
+
+    /// The slot of `table` that holds `value`, passing over slots before `first`.
+    private static func slot(holding value: UInt64, in table: ChunkedArray<UInt64>, from first: Int) -> Int? {
+        let mask = table.count - 1
+        var slot = Int(truncatingIfNeeded: value >> 32) & mask
+        while table[slot] != 0 {
+            if table[slot] == value && slot >= first { return slot }
+            slot = (slot + 1) & mask
+        }
+        return nil
+    }
+
+    /// Empties a slot of `slots`, moving later members of its probe run back into the hole (backward-shift
+    /// deletion), so that no probe run has a gap.
+    private mutating func removeSlot(_ slot: Int) {
         let mask = slots.count - 1
-        let value = UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(index + 1)
-        var hole = Int(truncatingIfNeeded: hash) & mask
-        while slots[hole] != value { hole = (hole + 1) & mask }
+        var hole = slot
         slots[hole] = 0
-        // Backward-shift deletion: move later members of the probe run into the hole.
         var next = (hole + 1) & mask
         while slots[next] != 0 {
             let home = Int(truncatingIfNeeded: slots[next] >> 32) & mask
@@ -247,16 +314,53 @@ struct RecordIndex {
         Self.hash(code: entries[index].collection, key: keyOf(UInt32(index)))
     }
 
-    /// Doubles the table as needed, placing each slot again by the hash bits it holds.
+    /// Allocates one more chunk of the next table. From a load of 0.68 to the doubling at 0.7 there are
+    /// `slots.count / 50` inserts, and the next table has `slots.count / 1024` chunks. Small tables are allocated
+    /// whole when they double.
+    private mutating func prepareNextTable() {
+        let size = ChunkedArray<UInt64>.chunkSize
+        guard slots.count >= size, nextTableChunks.count < slots.count * 2 / size else { return }
+        nextTableChunks.append(ContiguousArray(repeating: 0, count: size))
+    }
+
+    /// Starts a doubling of the table (finishing one still under way first). Its slots move to the new table
+    /// by the hash bits they hold, ``growthStep`` per later change (``Growth``).
     private mutating func grow() {
+        finishGrowth()
         var capacity = slots.count
         while (count + 1) * 10 > capacity * 7 { capacity *= 2 }
-        let old = slots
-        slots = ChunkedArray(repeating: 0, count: capacity)
-        for slot in old.indices where old[slot] != 0 { place(old[slot]) }
+        growth = Growth(old: slots)
+        let size = ChunkedArray<UInt64>.chunkSize
+        if capacity >= size {
+            var chunks = nextTableChunks.prefix(capacity / size)
+            while chunks.count < capacity / size { chunks.append(ContiguousArray(repeating: 0, count: size)) }
+            slots = ChunkedArray(fullChunks: Array(chunks))
+        } else {
+            slots = ChunkedArray(repeating: 0, count: capacity)
+        }
+        nextTableChunks = []
+        continueGrowth()
+    }
+
+    /// Places the next ``growthStep`` slots of the old table in the new one; drops the old table when done.
+    private mutating func continueGrowth(by step: Int = growthStep) {
+        guard var current = growth else { return }
+        let end = min(current.next + step, current.old.count)
+        for slot in current.next..<end {
+            let value = current.old[slot]
+            if value != 0 && value != Self.moved { place(value) }
+        }
+        current.next = end
+        growth = end < current.old.count ? current : nil
+    }
+
+    private mutating func finishGrowth() {
+        if let growth { continueGrowth(by: growth.old.count) }
     }
 
     private mutating func rebuildTable(capacity: Int) {
+        growth = nil
+        nextTableChunks = []
         slots = ChunkedArray(repeating: 0, count: capacity)
         for index in entries.indices where entries[index].flags & Self.live != 0 {
             placeInTable(index, hash: entryHash(index))
@@ -419,7 +523,8 @@ struct RecordIndex {
 
     /// Approximate heap bytes held by the index.
     var memoryBytes: Int {
-        keys.capacityBytes + entries.capacityBytes + slots.capacityBytes
+        keys.capacityBytes + entries.capacityBytes + slots.capacityBytes + (growth?.old.capacityBytes ?? 0)
+            + nextTableChunks.count * ChunkedArray<UInt64>.chunkSize * 8
             + freeEntries.capacity * 4
             + orders.reduce(0) {
                 $0 + $1.leaves.reduce($1.leaves.capacity * 8) { $0 + $1.capacity * 4 }

@@ -52,6 +52,57 @@ import Testing
         }
     }
 
+    /// The hash table doubles a few slots per change (`RecordIndex.Growth`): while it grows, a record is in the old
+    /// table or the new one, never both, and finds, updates and removals reach it in either. Removals of records
+    /// still in the old table, re-inserts of the same ids and ids whose probe runs wrap past the old table's end
+    /// all happen mid-growth here, checked against a dictionary after every change of a growth.
+    @Test func findsUpdatesAndRemovesRecordsWhileTheTableGrows() {
+        var index = RecordIndex()
+        var model: [String: Int] = [:]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            // xorshift64*: a fixed sequence, so that a failure repeats.
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % bound
+        }
+        var growths = 0
+        var wasGrowing = false
+        var checkedWhileGrowing = 0
+        for step in 0..<40_000 {
+            let id = "r-\(next(12_000))"
+            switch next(8) {
+            case 0, 1:
+                #expect(index.remove("c", id) == (model.removeValue(forKey: id) != nil))
+            default:
+                index.upsert("c", id, location(step))
+                model[id] = step
+            }
+            #expect((index.find("c", id) != nil) == (model[id] != nil))
+            if index.isGrowing {
+                if !wasGrowing { growths += 1 }
+                checkedWhileGrowing += 1
+                // Every live record, and a few absent ids, after this change of the growth.
+                let lost = model.filter { index.find("c", $0.key).map { index[$0].location } != location($0.value) }
+                #expect(lost.isEmpty, "step \(step): \(lost.count) records not found as written")
+                #expect((12_000..<12_010).allSatisfy { index.find("c", "r-\($0)") == nil })
+            }
+            wasGrowing = index.isGrowing
+        }
+        #expect(growths >= 7)  // 64 slots to 16,384 for about 9,000 live records
+        #expect(checkedWhileGrowing > 1000)
+        #expect(index.count == model.count)
+        for (id, at) in model { #expect(index.find("c", id).map { index[$0].location } == location(at)) }
+        for number in 0..<12_000 where model["r-\(number)"] == nil { #expect(index.find("c", "r-\(number)") == nil) }
+        // A copy taken mid-growth keeps what it held while the original finishes growing.
+        while !index.isGrowing { index.upsert("c", "fill-\(index.count)", location(0)) }
+        let copy = index
+        for id in Array(model.keys.prefix(500)) { index.remove("c", id) }
+        #expect(copy.count == index.count + 500)
+        for (id, at) in model { #expect(copy.find("c", id).map { copy[$0].location } == location(at)) }
+    }
+
     /// A checkpoint takes the index by value while the store goes on changing it: the copy shares the index's
     /// chunks (entries, hash slots, id bytes) and must keep reading exactly what it held. Ids of 200 bytes fill
     /// several 64 KiB id chunks; the changes after the copy update entries it shares, grow the hash table, merge
