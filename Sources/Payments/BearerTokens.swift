@@ -55,6 +55,9 @@ public final class BearerTokens: Sendable {
         }
     }
 
+    /// The sweeper's index of tokens by expiry (``DeadlineIndex``), so that a round reads the expired tokens only.
+    static let deadlines = DeadlineIndex(collection: Collections.bearerTokenDeadlines)
+
     /// Issues a token for `client`.
     public func issue(for client: Client) async throws -> IssuedToken {
         let token = Identifier.secret(count: 40, random: environment.random)
@@ -63,8 +66,12 @@ public final class BearerTokens: Sendable {
         let entry = Entry(clientId: client.clientId, expiresAt: now + Int64(lifetime), checkedAt: now)
         let digest = Self.digest(token)
         try await mapStoreErrors {
-            try await environment.store.put(
-                Collections.bearerTokens, id: digest, value: try RecordCoding.encode(entry), condition: .absent)
+            try await environment.store.commit([
+                .put(
+                    collection: Collections.bearerTokens, id: digest, value: try RecordCoding.encode(entry),
+                    condition: .absent),
+                Self.deadlines.entry(for: digest, at: entry.expiresAt),
+            ])
         }
         remember(digest, entry)
         return IssuedToken(accessToken: Redacted(token), expiresIn: lifetime)

@@ -61,6 +61,15 @@ public struct IdempotencyLedger: Sendable {
         return HMACSHA256.authenticationCode(for: message, using: digestKey)
     }
 
+    /// The sweeper's index of entries by expiry (``DeadlineIndex``), so that a round reads the expired entries only.
+    static let deadlines = DeadlineIndex(collection: Collections.idempotencyDeadlines)
+
+    /// When the sweeper deletes an entry: `retention` (``PaymentsConfiguration/idempotencyRetention``) after its
+    /// first request.
+    static func expiry(of entry: Entry, retention: TimeInterval) -> Int64 {
+        entry.createdAt + Int64(retention.rounded(.down))
+    }
+
     /// Reserves `key` for this request or finds its earlier response.
     /// - Throws: ``PaymentsError`` `.invalidParameters` for a malformed key, `.idempotencyConflict` when the key
     ///   was used with another request or its first request is still running.
@@ -77,6 +86,7 @@ public struct IdempotencyLedger: Sendable {
         let id = try recordId(clientId, key)
         let now = environment.nowSeconds
         let entry = Entry(requestDigest: digest, createdAt: now, response: nil)
+        let retention = environment.configuration.idempotencyRetention
         return try await retryingOnConflict(attempts: 3, exhausted: Self.conflict) {
             if let found = try await environment.store.read(Entry.self, Collections.idempotency, id: id) {
                 let existing = found.value
@@ -100,8 +110,14 @@ public struct IdempotencyLedger: Sendable {
                 return .replay(response)
             }
             try await mapStoreErrors {
-                try await environment.store.put(
-                    Collections.idempotency, id: id, value: try RecordCoding.encode(entry), condition: .absent)
+                try await environment.store.commit([
+                    .put(
+                        collection: Collections.idempotency, id: id, value: try RecordCoding.encode(entry),
+                        condition: .absent),
+                    // Unconditional: an abandoned reservation's entry is still there when the key comes again.
+                    Self.deadlines.entry(
+                        for: id, at: Self.expiry(of: entry, retention: retention), condition: .unconditional),
+                ])
             }
             return .proceed
         }

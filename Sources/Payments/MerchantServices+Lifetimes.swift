@@ -9,7 +9,14 @@ extension MerchantServices {
     /// ``PaymentsConfiguration``.
     public var recordLifetimes: [RecordLifetime] {
         let configuration = environment.configuration
-        let idempotencyRetention = Int64(configuration.idempotencyRetention)
+        let idempotencyRetention = configuration.idempotencyRetention
+        let tokenExpiry: @Sendable (Record) throws -> Int64 = {
+            try RecordCoding.decode(BearerTokens.Entry.self, from: $0).expiresAt
+        }
+        let idempotencyExpiry: @Sendable (Record) throws -> Int64 = {
+            IdempotencyLedger.expiry(
+                of: try RecordCoding.decode(IdempotencyLedger.Entry.self, from: $0), retention: idempotencyRetention)
+        }
         let accessKeyLifetime = configuration.accessKeyLifetime
         let registrationLifetime = Int64(configuration.registrationLifetime)
         let profilingRetention = Int64(configuration.profilingAttemptRetention)
@@ -24,12 +31,20 @@ extension MerchantServices {
         }
         return [
             RecordLifetime(kept: Collections.clients, "until the operator removes the client"),
-            .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)") { record in
-                try RecordCoding.decode(BearerTokens.Entry.self, from: record).expiresAt
+            .deleted(Collections.bearerTokens, "until the token expires (bearerTokenLifetime, 1 hour)", at: tokenExpiry)
+                .indexed(by: BearerTokens.deadlines) { record, _ in try tokenExpiry(record) },
+            RecordLifetime(
+                kept: Collections.bearerTokenDeadlines,
+                "until its token's expiry: the sweeper then deletes the token and drops the entry"),
+            .deleted(
+                Collections.idempotency, "24 hours after the first request (idempotencyRetention)",
+                at: idempotencyExpiry
+            ).movingClearIds(rekeyScoped).indexed(by: IdempotencyLedger.deadlines) { record, _ in
+                try idempotencyExpiry(record)
             },
-            .deleted(Collections.idempotency, "24 hours after the first request (idempotencyRetention)") { record in
-                try RecordCoding.decode(IdempotencyLedger.Entry.self, from: record).createdAt + idempotencyRetention
-            }.movingClearIds(rekeyScoped),
+            RecordLifetime(
+                kept: Collections.idempotencyDeadlines,
+                "until its entry's expiry: the sweeper then deletes the entry and drops the index entry"),
             RecordLifetime(
                 Collections.registrations,
                 "not VALIDATED: 24 hours after creation (registrationLifetime); a tokenized card number goes at the "

@@ -7,6 +7,8 @@ public enum Collections {
     // MARK: Merchant API (Payments)
     public static let clients = "clients"
     public static let bearerTokens = "bearer-tokens"
+    /// The bearer tokens by their expiry (a ``DeadlineIndex``): `<12 digits>:<token digest>`.
+    public static let bearerTokenDeadlines = "bearer-token-deadlines"
     public static let users = "users"
     public static let wallets = "wallets"
     public static let walletsByUser = "wallets-by-user"
@@ -20,6 +22,8 @@ public enum Collections {
     public static let vault = "card-numbers"
     public static let profilingAttempts = "profiling-attempts"
     public static let idempotency = "idempotent-responses"
+    /// The idempotency entries by their expiry (a ``DeadlineIndex``): `<12 digits>:<entry id>`.
+    public static let idempotencyDeadlines = "idempotent-response-deadlines"
 
     // MARK: Pay-ins, validations, refunds and risk (Payments)
     public static let payIns = "payins"
@@ -90,6 +94,6 @@ public enum Collections {
         checkoutPairings, checkoutAudit, checkoutShoppers, events, eventOutbox,
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
         preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns, hooks, hooksByEvent, hookSecrets,
-        hookFailures, registrationDeadlines, sweeperState,
+        hookFailures, registrationDeadlines, sweeperState, idempotencyDeadlines, bearerTokenDeadlines,
     ]
 }

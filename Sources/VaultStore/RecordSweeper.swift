@@ -312,7 +312,7 @@ public final class RecordSweeper: Sendable {
             }
             return Step(writes: drop ?? [], ends: false, indexOnly: true)
         }
-        var writes = try await expire(record, now) ?? []
+        let writes = try await expire(record, now) ?? []
         let ends = !writes.isEmpty
         guard let deadlines = lifetime.deadlines else { return Step(writes: writes, ends: ends, indexOnly: false) }
         // The record as the writes leave it: replaced, deleted or as it is.
@@ -328,13 +328,22 @@ public final class RecordSweeper: Sendable {
         // A deadline not later than now is filed at the next second: the next round takes it, and the round that
         // filed it, reading the index in deadline order, does not meet the same record again.
         let next = try following.flatMap { try deadlines.next($0, now) }.map { max($0, now + 1) }
+        var filings: [RecordWrite] = []
         if next.map({ DeadlineIndex.entryId(at: $0, recordId: record.id) }) != entry?.id {
             if let entry {
-                writes.append(.delete(collection: entry.collection, id: entry.id, condition: .version(entry.version)))
+                filings.append(.delete(collection: entry.collection, id: entry.id, condition: .version(entry.version)))
             }
-            if let next { writes.append(deadlines.index.entry(for: record.id, at: next, condition: .unconditional)) }
+            if let next { filings.append(deadlines.index.entry(for: record.id, at: next, condition: .unconditional)) }
         }
-        return Step(writes: writes, ends: ends, indexOnly: !ends)
+        // A record the writes put under another id of the kind (moved to its keyed id) is filed at its deadline too.
+        for case .put(let collection, let id, let value, _) in writes
+        where collection == record.collection && id != record.id {
+            let moved = Record(collection: collection, id: id, version: 1, value: value)
+            if let deadline = try deadlines.next(moved, now) {
+                filings.append(deadlines.index.entry(for: id, at: max(deadline, now + 1), condition: .unconditional))
+            }
+        }
+        return Step(writes: writes + filings, ends: ends, indexOnly: !ends)
     }
 
     /// Commits one batch; a record or entry changed meanwhile is skipped (the next round sees it again).

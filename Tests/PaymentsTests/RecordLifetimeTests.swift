@@ -25,11 +25,19 @@ import VaultStore
         let credentials = try await f.services.clients.create(name: "shop")
         let client = try await f.services.clients.authenticate(
             clientId: credentials.clientId, apiKey: credentials.apiKey)
+        let issuedAt = Int64(f.clock.now.timeIntervalSince1970)
         let token = try await f.services.bearerTokens.issue(for: client)
+        // Filed in the sweeper's index at its expiry, under the token's digest (never the token).
+        let lifetime = f.services.environment.configuration.bearerTokenLifetime
+        let entries = try await f.store.scanAll(Collections.bearerTokenDeadlines).map(\.id)
+        let digest = try #require(try await f.store.scanAll(Collections.bearerTokens).first).id
+        #expect(entries == [DeadlineIndex.entryId(at: issuedAt + Int64(lifetime), recordId: digest)])
+        #expect(!entries[0].contains(token.accessToken.unsafeRevealed))
         let sweeper = sweeper(f)
-        f.clock.advance(by: f.services.environment.configuration.bearerTokenLifetime - 1)
+        f.clock.advance(by: lifetime - 1)
         try await sweeper.sweep()
         #expect(try await count(f, Collections.bearerTokens) == 1)
+        #expect(try await count(f, Collections.bearerTokenDeadlines) == 1)
         #expect(
             try await f.services.bearerTokens.clientId(forToken: token.accessToken.unsafeRevealed) == client.clientId)
         f.clock.advance(by: 1)
@@ -37,6 +45,7 @@ import VaultStore
         #expect(report.expired[Collections.bearerTokens] == 1)
         #expect(try await count(f, Collections.bearerTokens) == 0)
         #expect(f.services.bearerTokens.cachedCount == 0)
+        #expect(try await count(f, Collections.bearerTokenDeadlines) == 0)
         #expect(try await count(f, Collections.clients) == 1)  // clients are kept
     }
 
@@ -66,11 +75,49 @@ import VaultStore
             response: StoredResponse(
                 statusCode: 200, contentType: "application/json", body: [], requestURL: "/x", date: 0))
         let sweeper = sweeper(f)
+        let entries = { try await f.store.scanAll(Collections.idempotencyDeadlines).map(\.id) }
+        let recordId = try #require(try await f.store.scanAll(Collections.idempotency).first).id
+        let created = Int64(f.clock.now.timeIntervalSince1970)
+        #expect(try await entries() == [DeadlineIndex.entryId(at: created + 24 * 3600, recordId: recordId)])
         f.clock.advance(by: 24 * 3600 - 1)
         try await sweeper.sweep()
         #expect(try await count(f, Collections.idempotency) == 1)
         f.clock.advance(by: 1)
         try await sweeper.sweep()
+        #expect(try await count(f, Collections.idempotency) == 0)
+        #expect(try await entries().isEmpty)
+    }
+
+    /// A key reserved again after its entry expired (before the sweeper deleted it) gets a new expiry: the old
+    /// deadline moves the index entry there instead of deleting the entry. An abandoned reservation's entry goes
+    /// at its deadline with nothing to delete.
+    @Test func idempotencyEntriesFollowTheirLatestReservation() async throws {
+        let f = PaymentsFixture()
+        let ledger = f.services.idempotency
+        let sweeper = sweeper(f)
+        try await sweeper.sweep()
+        let entries = { try await f.store.scanAll(Collections.idempotencyDeadlines).map(\.id) }
+        let start = Int64(f.clock.now.timeIntervalSince1970)
+        #expect(
+            try await ledger.begin(clientId: "shop", key: "kept-key-0000001", method: "POST", path: "/x", body: [])
+                == .proceed)
+        #expect(
+            try await ledger.begin(clientId: "shop", key: "gone-key-0000001", method: "POST", path: "/x", body: [])
+                == .proceed)
+        try await ledger.abandon(clientId: "shop", key: "gone-key-0000001")
+        #expect(try await entries().count == 2)
+        f.clock.advance(by: 24 * 3600 + 10)
+        // Expired, not yet swept: the same key proceeds and its entry starts again.
+        #expect(
+            try await ledger.begin(clientId: "shop", key: "kept-key-0000001", method: "POST", path: "/x", body: [])
+                == .proceed)
+        let report = try await sweeper.sweep()
+        #expect(report.expired[Collections.idempotency] == nil)
+        let recordId = try #require(try await f.store.scanAll(Collections.idempotency).first).id
+        #expect(try await entries() == [DeadlineIndex.entryId(at: start + 2 * 24 * 3600 + 10, recordId: recordId)])
+        f.clock.advance(by: 24 * 3600)
+        #expect(try await sweeper.sweep().expired[Collections.idempotency] == 1)
+        #expect(try await entries().isEmpty)
         #expect(try await count(f, Collections.idempotency) == 0)
     }
 

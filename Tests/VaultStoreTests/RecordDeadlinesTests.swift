@@ -179,6 +179,28 @@ import VaultCore
         #expect(try await Self.entries(store) == [DeadlineIndex.entryId(at: now + 2, recordId: "s")])
     }
 
+    /// A kind whose older records move to keyed ids (`movingClearIds`): the round that moves a record files it under
+    /// its new id, so the moved record is met at its deadline and not only at the next whole read a day later.
+    @Test func aRecordMovedToItsKeyedIdIsFiledUnderIt() async throws {
+        let store = InMemoryRecordStore()
+        let clock = ManualClock()
+        let now = Int64(clock.now.timeIntervalSince1970)
+        let moving = RecordLifetime("sessions", "two stages, then gone") { record, now in
+            try await Self.lifetime.expire!(record, now)
+        }.movingClearIds { $0.hasPrefix("clear-") ? "keyed-" + $0.dropFirst(6) : nil }.indexed(by: Self.index) {
+            record, now in try Self.lifetime.deadlines!.next(record, now)
+        }
+        try await store.put("sessions", id: "clear-1", value: Self.value("b", now + 30))
+        let sweeper = RecordSweeper(store: store, clock: clock, lifetimes: [moving], restPerWork: 0)
+        try await sweeper.sweep()
+        #expect(try await store.scanAll("sessions").map(\.id) == ["keyed-1"])
+        #expect(try await Self.entries(store) == [DeadlineIndex.entryId(at: now + 30, recordId: "keyed-1")])
+        clock.advance(by: 30)
+        #expect(try await sweeper.sweep().expired == ["sessions": 1])
+        #expect(try await store.scanAll("sessions").isEmpty)
+        #expect(try await Self.entries(store).isEmpty)
+    }
+
     @Test func entryIdsSortByDeadlineAndReadBack() {
         let ids = [Int64(-5), 0, 9, 1_700_000_000, 99_999_999_999_999].map {
             DeadlineIndex.entryId(at: $0, recordId: "shop:reg-\($0)")
