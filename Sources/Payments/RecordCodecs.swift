@@ -21,6 +21,7 @@ enum RecordKind {
     /// stores the event's fields under the same tags 1-5 and its delivery's from tag 6 on): an outbox entry is
     /// written as the event's bytes and read back as a delivery state, so the two types share one kind.
     static let event: UInt8 = 8
+    static let idempotencyEntry: UInt8 = 9
 }
 
 /// The value of a required field, or an error naming the field (never its value).
@@ -390,6 +391,70 @@ extension PaymentEvent: BinaryRecord {
     }
 }
 
+// An idempotency entry holds a whole response body: in JSON, `[UInt8]` is an array of numbers, about four bytes
+// of text per byte of body, encoded twice per request (the reservation, then the response) and decoded on each
+// replay and by the sweeper.
+
+extension StoredResponse: BinaryFields {
+    // 1 statusCode, 2 contentType, 3 body, 4 requestURL, 5 date.
+    public func encode(to writer: inout BinaryRecordWriter) {
+        writer.int(1, statusCode)
+        writer.string(2, contentType)
+        writer.bytes(3, body)
+        writer.string(4, requestURL)
+        writer.int(5, date)
+    }
+
+    public init(from reader: inout BinaryRecordReader) throws {
+        var statusCode: Int?
+        var contentType: String?
+        var body: [UInt8] = []
+        var requestURL: String?
+        var date: Int64?
+        while let tag = try reader.next() {
+            switch tag {
+            case 1: statusCode = try reader.int()
+            case 2: contentType = try reader.string()
+            case 3: body = try reader.bytes()
+            case 4: requestURL = try reader.string()
+            case 5: date = try reader.int64()
+            default: try reader.skip()
+            }
+        }
+        self.init(
+            statusCode: try required(statusCode, "statusCode"), contentType: try required(contentType, "contentType"),
+            body: body, requestURL: try required(requestURL, "requestURL"), date: try required(date, "date"))
+    }
+}
+
+extension IdempotencyLedger.Entry: BinaryRecord {
+    static var recordKind: UInt8 { RecordKind.idempotencyEntry }
+
+    // 1 requestDigest, 2 createdAt, 3 response (absent while the first request runs).
+    func encode(to writer: inout BinaryRecordWriter) {
+        writer.bytes(1, requestDigest)
+        writer.int(2, createdAt)
+        writer.record(3, response)
+    }
+
+    init(from reader: inout BinaryRecordReader) throws {
+        var requestDigest: [UInt8]?
+        var createdAt: Int64?
+        var response: StoredResponse?
+        while let tag = try reader.next() {
+            switch tag {
+            case 1: requestDigest = try reader.bytes()
+            case 2: createdAt = try reader.int64()
+            case 3: response = try reader.record(StoredResponse.self)
+            default: try reader.skip()
+            }
+        }
+        self.init(
+            requestDigest: try required(requestDigest, "requestDigest"), createdAt: try required(createdAt, "createdAt"),
+            response: response)
+    }
+}
+
 extension RecordCoding {
     /// The record type with a binary codec that `collection` holds, if any. Rewrap and compaction hand every JSON
     /// value of these collections to ``upgrade(collection:value:)``.
@@ -405,6 +470,7 @@ extension RecordCoding {
         case PayInService.assessments: PayInAssessment.self
         // The outbox and the given-up deliveries hold Hooks' delivery states: their JSON stays as it is.
         case Collections.events: PaymentEvent.self
+        case Collections.idempotency: IdempotencyLedger.Entry.self
         default: nil
         }
     }

@@ -78,7 +78,8 @@ import VaultCrypto
         case PayInService.assessments: _ = try RecordCoding.decode(PayInAssessment.self, from: record)
         case Collections.vault: #expect(CardNumberRecord.decode(value) != nil)
         case Collections.bearerTokens: #expect(try json()["clientId"] as? String != nil)
-        case Collections.idempotency: #expect(try json()["requestDigest"] != nil)
+        case Collections.idempotency:
+            #expect(!(try RecordCoding.decode(IdempotencyLedger.Entry.self, from: record)).requestDigest.isEmpty)
         case Collections.walletsByUser, Collections.cardsByUser, Collections.cardsByFingerprint, PayInService.byCard,
             PayInService.refundsByPayIn, PayInService.awaiting, PayInRiskHistory.failures:
             #expect(value.isEmpty || value.allSatisfy { $0 >= 0x20 && $0 < 0x7F })
@@ -240,6 +241,13 @@ import VaultCrypto
             #expect(
                 try RecordCoding.decode(PayInAssessment.self, from: old)
                     == RecordCoding.decode(PayInAssessment.self, from: new))
+        case Collections.idempotency:
+            let (before, after) = (
+                try RecordCoding.decode(IdempotencyLedger.Entry.self, from: old),
+                try RecordCoding.decode(IdempotencyLedger.Entry.self, from: new)
+            )
+            #expect(before.requestDigest == after.requestDigest && before.createdAt == after.createdAt)
+            #expect(before.response == after.response)
         default:
             Issue.record("no content check for \(old.collection)")
         }

@@ -59,6 +59,39 @@ import VaultCore
         #expect(encoded.count * 2 < (try JSONEncoder().encode(Self.sampleRegistration)).count)
     }
 
+    /// Idempotency entries hold a response body: binary since their codec came, JSON (the body an array of numbers)
+    /// before, and both read back; rewrap and compaction move a JSON one to the binary form.
+    @Test func idempotencyEntriesAreBinaryAndJSONOnesStillOpen() async throws {
+        let fixture = PaymentsFixture()
+        let ledger = fixture.services.idempotency
+        #expect(
+            try await ledger.begin(clientId: "shop", key: "format-key-000001", method: "POST", path: "/x", body: [])
+                == .proceed)
+        let response = StoredResponse(
+            statusCode: 200, contentType: "application/json", body: Array("{\"Id\":\"w_1\"}".utf8) + [0, 255],
+            requestURL: "/v2.01/shop/wallets", date: -3)
+        try await ledger.record(clientId: "shop", key: "format-key-000001", response: response)
+        let stored = try #require(try await fixture.store.scanAll(Collections.idempotency).first)
+        #expect(Array(stored.value.prefix(3)) == [0xB7, 1, RecordKind.idempotencyEntry])
+        #expect(try await ledger.response(clientId: "shop", key: "format-key-000001") == response)
+
+        for entry in [
+            IdempotencyLedger.Entry(requestDigest: Array(0..<32), createdAt: 7, response: response),
+            IdempotencyLedger.Entry(requestDigest: [], createdAt: Int64.min, response: nil),
+        ] {
+            let binary = try RecordCoding.encode(entry)
+            let json = Array(try JSONEncoder().encode(entry))
+            for value in [binary, json] {
+                let read = try RecordCoding.decode(
+                    IdempotencyLedger.Entry.self, from: Self.record(Collections.idempotency, value))
+                #expect(read.requestDigest == entry.requestDigest && read.createdAt == entry.createdAt)
+                #expect(read.response == entry.response)
+            }
+            #expect(RecordCoding.upgrade(collection: Collections.idempotency, value: json) == binary)
+            #expect(binary.count * 2 < json.count)
+        }
+    }
+
     @Test func unknownTagsAreSkipped() throws {
         var bytes = try RecordCoding.encode(Self.sampleRegistration)
         var writer = BinaryRecordWriter()

@@ -7,9 +7,10 @@ time (user + system, /proc) over that window, with the number of sweep rounds it
 binaries (CARDVAULT_BIN) to compare them on the same machine, one after the other.
 
     bench/tools/sweeper_idle_cpu.py [--load 30] [--idle 60] [--interval 10] [--bin .build/release/cardvault]
-        [--load-bin OLDER_BINARY]
+        [--load-bin OLDER_BINARY] [--idempotent]
 
-With --load-bin, that binary serves the load and the measured one then opens the store it left (an upgrade).
+With --idempotent, each creation carries an Idempotency-Key of its own, so the store also holds as many
+idempotency entries (24 hours each). With --load-bin, that binary serves the load and the measured one then opens the store it left (an upgrade).
 """
 import argparse
 import base64
@@ -55,10 +56,14 @@ def metric(base, name):
     return float(match.group(1)) if match else None
 
 
-def registrations(base):
+def kind_count(base, kind):
     text = call(base + "/metrics")
-    match = re.search(r'^cardvault_records\{kind="card-registrations"\} (\S+)$', text, re.M)
+    match = re.search(r'^cardvault_records\{kind="' + re.escape(kind) + r'"\} (\S+)$', text, re.M)
     return int(float(match.group(1))) if match else 0
+
+
+def registrations(base):
+    return kind_count(base, "card-registrations")
 
 
 def main():
@@ -69,6 +74,7 @@ def main():
     parser.add_argument("--bin", default=os.environ.get("CARDVAULT_BIN", ROOT + "/.build/release/cardvault"))
     parser.add_argument(
         "--load-bin", help="the binary that serves the load (default --bin); the idle window then runs --bin on its store")
+    parser.add_argument("--idempotent", action="store_true", help="an Idempotency-Key on each creation")
     options = parser.parse_args()
 
     home = tempfile.mkdtemp(prefix="cardvault-sweeper-")
@@ -127,7 +133,8 @@ def main():
         out = tempfile.mkdtemp(prefix="registrations-", dir=home)
         subprocess.run(
             ["wrk", "-t2", "-c16", f"-d{options.load}s", "-s", ROOT + "/bench/wrk/create.lua", base, "--",
-             client.group(1), token, user, out], check=True, stdout=subprocess.DEVNULL)
+             client.group(1), token, user, out] + (["idempotent"] if options.idempotent else []),
+            check=True, stdout=subprocess.DEVNULL)
         count = registrations(base)
         if options.load_bin and options.load_bin != options.bin:
             # The store as an older build left it, opened by the build measured.
@@ -152,7 +159,8 @@ def main():
         rounds = (metric(base, "cardvault_sweep_rounds_total") or 0) - rounds_before
         count = max(count, registrations(base))
         print(json.dumps({
-            "binary": options.bin, "registrations": count, "idle_seconds": options.idle,
+            "binary": options.bin, "registrations": count,
+            "idempotency_entries": kind_count(base, "idempotent-responses"), "idle_seconds": options.idle,
             "sweep_rounds": rounds, "cpu_seconds": round(used, 3),
             "cpu_ms_per_round": round(1000 * used / rounds, 1) if rounds else None,
             "cpu_ms_up_to_each_round": by_round}))
