@@ -450,7 +450,8 @@ extension IdempotencyLedger.Entry: BinaryRecord {
             }
         }
         self.init(
-            requestDigest: try required(requestDigest, "requestDigest"), createdAt: try required(createdAt, "createdAt"),
+            requestDigest: try required(requestDigest, "requestDigest"),
+            createdAt: try required(createdAt, "createdAt"),
             response: response)
     }
 }
