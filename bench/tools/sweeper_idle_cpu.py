@@ -3,7 +3,8 @@
 
 Starts a release daemon on fresh directories with a short sweep interval, creates card registrations with wrk
 (bench/wrk/create.lua) for --load seconds, then leaves the daemon idle for --idle seconds and reports its CPU
-time (user + system, /proc) over that window, with the number of sweep rounds it saw (/metrics). Run it with two
+time (user + system, /proc) over that window, with the number of sweep rounds it saw (/metrics), and its CPU per
+creation during the load. Run it with two
 binaries (CARDVAULT_BIN) to compare them on the same machine, one after the other.
 
     bench/tools/sweeper_idle_cpu.py [--load 30] [--idle 60] [--interval 10] [--bin .build/release/cardvault]
@@ -131,11 +132,13 @@ def main():
             "Nationality": "FR", "CountryOfResidence": "FR", "TermsAndConditionsAccepted": True,
             "UserCategory": "PAYER"}).encode(), headers))["Id"]
         out = tempfile.mkdtemp(prefix="registrations-", dir=home)
+        load_cpu = cpu_seconds(daemon.pid)
         subprocess.run(
             ["wrk", "-t2", "-c16", f"-d{options.load}s", "-s", ROOT + "/bench/wrk/create.lua", base, "--",
              client.group(1), token, user, out] + (["idempotent"] if options.idempotent else []),
             check=True, stdout=subprocess.DEVNULL)
         count = registrations(base)
+        load_cpu = cpu_seconds(daemon.pid) - load_cpu
         if options.load_bin and options.load_bin != options.bin:
             # The store as an older build left it, opened by the build measured.
             stop(daemon)
@@ -160,6 +163,7 @@ def main():
         count = max(count, registrations(base))
         print(json.dumps({
             "binary": options.bin, "registrations": count,
+            "load_cpu_us_per_creation": round(1e6 * load_cpu / count, 1) if count else None,
             "idempotency_entries": kind_count(base, "idempotent-responses"), "idle_seconds": options.idle,
             "sweep_rounds": rounds, "cpu_seconds": round(used, 3),
             "cpu_ms_per_round": round(1000 * used / rounds, 1) if rounds else None,
