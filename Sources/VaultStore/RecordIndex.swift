@@ -46,10 +46,9 @@ struct RecordIndex {
 
     /// A removed record's slot in a table being emptied (``Growth``): no entry number + 1 is `UInt32.max`.
     static let moved = UInt64(UInt32.max)
-    /// Old slots placed in the new table per insert or removal while the table grows. The new table holds twice
-    /// the old one's slots and triggers its next doubling after about as many inserts as the old one has slots'
-    /// worth of records, so any step above 2 ends a growth before the next one is due; a larger step keeps the
-    /// growth short.
+    /// Old slots placed in the new table per insert or removal while the table grows. A growth takes (old slots /
+    /// step) changes, and the next doubling comes after 0.7 × old slots inserts, so any step of 2 or more ends a
+    /// growth before the next one is due; a larger step keeps the growth short.
     static let growthStep = 16
 
     /// Whether the hash table is between sizes (for tests).
