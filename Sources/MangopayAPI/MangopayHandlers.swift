@@ -19,9 +19,9 @@ struct MangopayHandlers: Sendable {
     /// `POST /v2.01/oauth/token`: Basic `ClientId:ApiKey`, `grant_type=client_credentials` (form or JSON body,
     /// or none) → `{"access_token","token_type":"Bearer","expires_in"}`, status exactly 200.
     func token(_ request: Request) async -> Response {
-        guard let header = request.headers["Authorization"], header.count > 6,
-            header.prefix(6).lowercased() == "basic ",
-            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+        guard let header = request.headers["Authorization"],
+            let credentials = AuthorizationHeader.credentials(header, scheme: "Basic"),
+            let decoded = Data(base64Encoded: credentials),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else {
             return MangopayErrorResponse.oauth(
@@ -114,11 +114,10 @@ struct MangopayHandlers: Sendable {
     }
 
     private func authenticate(_ request: Request) async throws -> String {
-        guard let header = request.headers["Authorization"], header.count > 7,
-            header.prefix(7).lowercased() == "bearer "
+        guard let header = request.headers["Authorization"],
+            let token = AuthorizationHeader.credentials(header, scheme: "Bearer")
         else { throw PaymentsError(.invalidToken, "The authorization credentials are not valid") }
-        let owner = try await services.bearerTokens.clientId(
-            forToken: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        let owner = try await services.bearerTokens.clientId(forToken: token)
         guard owner == request.parameters["clientId"] else {
             throw PaymentsError(.forbidden, "Your authorization do not allow you to access to this information")
         }

@@ -319,12 +319,11 @@ struct MasterpassHandlers: Sendable {
     let bearerOwner: @Sendable (String) async throws -> String?
 
     func authorized(_ request: Request, _ body: (String) async throws -> Response) async -> Response {
-        guard let header = request.headers["Authorization"], header.count > 7,
-            header.prefix(7).lowercased() == "bearer "
+        guard let header = request.headers["Authorization"],
+            let token = AuthorizationHeader.credentials(header, scheme: "Bearer")
         else { return MasterpassErrorResponse.authenticationFailed.makeResponse() }
         do {
-            guard let clientId = try await bearerOwner(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
-            else { return MasterpassErrorResponse.authenticationFailed.makeResponse() }
+            guard let clientId = try await bearerOwner(token) else { return MasterpassErrorResponse.authenticationFailed.makeResponse() }
             return try await body(clientId)
         } catch let error as CheckoutError {
             if error.code == .authorizationFailed || error.code == .notFound {
