@@ -323,7 +323,9 @@ struct MasterpassHandlers: Sendable {
             let token = AuthorizationHeader.credentials(header, scheme: "Bearer")
         else { return MasterpassErrorResponse.authenticationFailed.makeResponse() }
         do {
-            guard let clientId = try await bearerOwner(token) else { return MasterpassErrorResponse.authenticationFailed.makeResponse() }
+            guard let clientId = try await bearerOwner(token) else {
+                return MasterpassErrorResponse.authenticationFailed.makeResponse()
+            }
             return try await body(clientId)
         } catch let error as CheckoutError {
             if error.code == .authorizationFailed || error.code == .notFound {
