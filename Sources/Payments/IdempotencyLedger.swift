@@ -25,7 +25,7 @@ public struct StoredResponse: Sendable, Equatable, Codable {
 /// conflict (409). Entries last ``PaymentsConfiguration/idempotencyRetention`` (24 hours); a reservation still
 /// without a response after ``PaymentsConfiguration/idempotencyInProgressTimeout`` (60 s) counts as absent.
 public struct IdempotencyLedger: Sendable {
-    struct Entry: Codable {
+    struct Entry: Codable, Equatable {
         /// HMAC-SHA256 digest of method, path and body.
         var requestDigest: [UInt8]
         var createdAt: Int64

@@ -12,7 +12,7 @@ enum RecordCodecFuzz {
         FuzzDriver.run { bytes in
             guard let mode = bytes.first else { return }
             let value = Array(bytes.dropFirst())
-            switch mode % 8 {
+            switch mode % 9 {
             case 0: check(CardRegistration.self, value)
             case 1: check(ProfilingAttempt.self, value)
             case 2: check(Card.self, value)
@@ -20,6 +20,7 @@ enum RecordCodecFuzz {
             case 4: check(PayIn.self, value)
             case 5: check(PayInAssessment.self, value)
             case 6: check(Refund.self, value)
+            case 7: check(IdempotencyLedger.Entry.self, value)
             default:
                 // The header-less field reader on its own: every field read in every wire type answers.
                 value.withUnsafeBytes { raw in
