@@ -112,7 +112,11 @@ public enum MangopayJSON: Sendable, Equatable {
         var error: ParseError { ParseError(offset: position) }
 
         mutating func skipWhitespace() {
-            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+            while position < bytes.count {
+                let byte = bytes[position]
+                guard byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D else { return }
+                position += 1
+            }
         }
 
         mutating func expect(_ literal: String, _ value: MangopayJSON) throws(ParseError) -> MangopayJSON {
@@ -210,15 +214,30 @@ public enum MangopayJSON: Sendable, Equatable {
 
         mutating func string() throws(ParseError) -> String {
             position += 1
+            let start = position
+            // Most strings hold no escape: their text is then the bytes between the quotes, taken in one copy.
+            var ascii = true
+            while position < bytes.count {
+                let byte = bytes[position]
+                if byte == UInt8(ascii: "\"") {
+                    position += 1
+                    return try text(bytes[start..<position - 1], ascii: ascii)
+                }
+                if byte == UInt8(ascii: "\\") { break }
+                position += 1
+                if byte < 0x20 { throw error }
+                if byte >= 0x80 { ascii = false }
+            }
             var out: [UInt8] = []
+            out.reserveCapacity(position - start + 16)
+            out.append(contentsOf: bytes[start..<position])
             while true {
                 guard position < bytes.count else { throw error }
                 let byte = bytes[position]
                 position += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    guard let text = String(validating: out, as: UTF8.self) else { throw error }
-                    return text
+                    return try text(out[...], ascii: false)
                 case UInt8(ascii: "\\"):
                     guard position < bytes.count else { throw error }
                     let escape = bytes[position]
@@ -253,6 +272,13 @@ public enum MangopayJSON: Sendable, Equatable {
                     out.append(byte)
                 }
             }
+        }
+
+        /// The string of UTF-8 `bytes`; ASCII needs no validation (and takes `String`'s fast path).
+        func text(_ bytes: ArraySlice<UInt8>, ascii: Bool) throws(ParseError) -> String {
+            if ascii { return bytes.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) } }
+            guard let text = String(validating: bytes, as: UTF8.self) else { throw error }
+            return text
         }
 
         mutating func number() throws(ParseError) -> MangopayJSON {

@@ -5,10 +5,10 @@ public import VaultStore
 // optionals left out), so stored records keep reading both ways. Tags are fixed forever (see RecordCodecs.swift).
 
 /// The mask of `tags` (all below 64).
-private func tagMask(_ tags: Int...) -> UInt64 { tags.reduce(0) { $0 | 1 << UInt64($1) } }
+func tagMask(_ tags: Int...) -> UInt64 { tags.reduce(0) { $0 | 1 << UInt64($1) } }
 
 /// Throws for the first tag of `required` missing from `seen`, naming the tag and the type, never a value.
-private func checkRequired(_ seen: UInt64, _ required: UInt64, _ type: Any.Type) throws {
+func checkRequired(_ seen: UInt64, _ required: UInt64, _ type: Any.Type) throws {
     let missing = required & ~seen
     guard missing != 0 else { return }
     throw BinaryRecordError("required field \(missing.trailingZeroBitCount) of \(type) is missing")

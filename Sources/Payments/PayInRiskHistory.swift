@@ -114,15 +114,15 @@ struct PayInRiskHistory: Sendable {
                 throw error
             }
         }
-        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint, \.count)
-        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId, \.count)
+        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint) { $0.count }
+        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId) { $0.count }
         if let ip = keys.ipAddress, !ip.isEmpty {
-            signals.recentByIP = try await recent(Self.attempts, "ip", ip, \.count)
+            signals.recentByIP = try await recent(Self.attempts, "ip", ip) { $0.count }
         }
         if let device = keys.deviceId {
             let fingerprint = keys.fingerprint
             let (count, cards) = try await recent(Self.attempts, "device", device) { entries in
-                var cards = Set(entries.map(\.detail))
+                var cards = Set(entries.map { $0.detail })
                 cards.insert(fingerprint)
                 return (entries.count, cards.count)
             }
@@ -132,8 +132,8 @@ struct PayInRiskHistory: Sendable {
             signals.distinctCardsOnDevice = 1
         }
         // A failure is indexed under its card and its user: count each failed transaction once.
-        let failedByCard = try await recent(Self.failures, "card", keys.fingerprint) { $0.map(\.transactionId) }
-        let failedByUser = try await recent(Self.failures, "user", keys.userId) { $0.map(\.transactionId) }
+        let failedByCard = try await recent(Self.failures, "card", keys.fingerprint) { $0.map { $0.transactionId } }
+        let failedByUser = try await recent(Self.failures, "user", keys.userId) { $0.map { $0.transactionId } }
         signals.recentFailures =
             failedByUser.isEmpty ? failedByCard.count : Set(failedByCard + failedByUser).count
         let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"

@@ -42,20 +42,49 @@ extension ResultCode: BinarySchema {
     public static var binaryBlank: Self { ResultCode(code: "", message: "") }
 }
 
-extension Wallet: BinaryRecord, BinarySchema {
+// The pay-in's record, its funds, browser and risk assessment, the wallet and the event are written out by hand (no
+// key paths, no closures per field: a pay-in writes one pay-in and one wallet and reads up to two of each per
+// request); the tags are the ones their schemas had, and `HandWrittenCodecTests` compares the bytes with those
+// schemas.
+
+extension Wallet: BinaryRecord {
     public static var recordKind: UInt8 { RecordKind.wallet }
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.id), .string(2, \.clientId), .string(3, \.ownerId), .string(4, \.description),
-        .string(5, \.currency), .int(6, \.balance), .string(7, \.tag), .int(8, \.creationDate),
-    ]
-    public static var binaryBlank: Self {
-        Wallet(id: "", clientId: "", ownerId: "", description: "", currency: "", balance: 0, tag: nil, creationDate: 0)
+
+    // 1 id, 2 clientId, 3 ownerId, 4 description, 5 currency, 6 balance, 7 tag, 8 creationDate.
+    public func encode(to writer: inout BinaryRecordWriter) {
+        writer.string(1, id)
+        writer.string(2, clientId)
+        writer.string(3, ownerId)
+        writer.string(4, description)
+        writer.string(5, currency)
+        writer.int(6, balance)
+        writer.string(7, tag)
+        writer.int(8, creationDate)
+    }
+
+    private static let requiredTags = tagMask(1, 2, 3, 4, 5, 6, 8)
+
+    public init(from reader: inout BinaryRecordReader) throws {
+        self.init(
+            id: "", clientId: "", ownerId: "", description: "", currency: "", balance: 0, tag: nil, creationDate: 0)
+        var seen: UInt64 = 0
+        while let field = try reader.next() {
+            switch field {
+            case 1: id = try reader.string()
+            case 2: clientId = try reader.string()
+            case 3: ownerId = try reader.string()
+            case 4: description = try reader.string()
+            case 5: currency = try reader.string()
+            case 6: balance = try reader.int64()
+            case 7: tag = try reader.string()
+            case 8: creationDate = try reader.int64()
+            default: try reader.skip()  // unknown: its bit is never a required one (an overshift is 0)
+            }
+            seen |= 1 << UInt64(field)
+        }
+        try checkRequired(seen, Self.requiredTags, Self.self)
     }
 }
-
-// The pay-in's record, its funds and risk assessment, and the event are written out by hand (no key paths, no closures per
-// field: a pay-in writes one and reads up to two per request); the tags are the ones their schemas had, and
-// `HandWrittenCodecTests` compares the bytes with those schemas.
 
 extension Funds: BinaryFields {
     // 1 currency, 2 amount.
@@ -88,13 +117,38 @@ extension CardInfo: BinarySchema {
     }
 }
 
-extension BrowserInfo: BinarySchema {
-    public static let binaryFields: [BinaryField<Self>] = [
-        .string(1, \.acceptHeader), .bool(2, \.javaEnabled), .bool(3, \.javascriptEnabled), .string(4, \.language),
-        .int(5, \.colorDepth), .int(6, \.screenHeight), .int(7, \.screenWidth), .string(8, \.timeZoneOffset),
-        .string(9, \.userAgent),
-    ]
-    public static var binaryBlank: Self { BrowserInfo() }
+extension BrowserInfo: BinaryFields {
+    // 1 acceptHeader, 2 javaEnabled, 3 javascriptEnabled, 4 language, 5 colorDepth, 6 screenHeight, 7 screenWidth,
+    // 8 timeZoneOffset, 9 userAgent; every field optional.
+    public func encode(to writer: inout BinaryRecordWriter) {
+        writer.string(1, acceptHeader)
+        writer.bool(2, javaEnabled)
+        writer.bool(3, javascriptEnabled)
+        writer.string(4, language)
+        writer.int(5, colorDepth)
+        writer.int(6, screenHeight)
+        writer.int(7, screenWidth)
+        writer.string(8, timeZoneOffset)
+        writer.string(9, userAgent)
+    }
+
+    public init(from reader: inout BinaryRecordReader) throws {
+        self.init()
+        while let tag = try reader.next() {
+            switch tag {
+            case 1: acceptHeader = try reader.string()
+            case 2: javaEnabled = try reader.bool()
+            case 3: javascriptEnabled = try reader.bool()
+            case 4: language = try reader.string()
+            case 5: colorDepth = try reader.int()
+            case 6: screenHeight = try reader.int()
+            case 7: screenWidth = try reader.int()
+            case 8: timeZoneOffset = try reader.string()
+            case 9: userAgent = try reader.string()
+            default: try reader.skip()
+            }
+        }
+    }
 }
 
 extension Address: BinarySchema {

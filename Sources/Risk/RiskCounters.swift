@@ -115,34 +115,48 @@ package final class RiskCounters: Sendable {
     /// What `summarize` makes of the events of `key` (within `since…` when given), run with the lock held so that
     /// the events are read where they are (no copy for a count); seeds the counter with `seed` (the history scan)
     /// when it is not held yet, or is older than `refreshAfter` at `now`.
+    ///
+    /// Inlined into the caller, over ``read(_:since:now:seed:_:)``, which is not generic: a generic `async` function
+    /// of another module runs unspecialized, looking up its types' metadata on every call.
+    @inlinable
     package func summary<Summary: Sendable>(
         _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event],
         _ summarize: ([Event]) -> Summary
     ) async throws -> Summary {
-        let held: Summary? = state.withLock { state in
+        var summary: Summary?
+        try await read(key, since: since, now: now, seed: seed) { summary = summarize($0) }
+        return summary!
+    }
+
+    /// Calls `body` once with the events of `key`, as ``summary(_:since:now:seed:_:)`` describes.
+    package func read(
+        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event], _ body: ([Event]) -> Void
+    ) async throws {
+        let held = state.withLock { state -> Bool in
             state.clock += 1
             switch state.slots[key] {
             case .ready(let box) where isStale(box, now: now):
                 // Seeded again: the scan reads what every daemon committed (this one's events are in it too).
                 state.slots[key] = .seeding([])
-                return nil
+                return false
             case .ready(let box):
                 if let since { box.counter.prune(before: since) }
                 box.counter.trim(keeping: limit)
                 box.counter.lastUse = state.clock
-                return summarize(box.counter.events)
+                body(box.counter.events)
+                return true
             case .seeding:
-                return nil
+                return false
             case nil:
                 makeRoom(&state)
                 state.slots[key] = .seeding([])
-                return nil
+                return false
             }
         }
-        if let held { return held }
+        if held { return }
         // Seeding (ours, or another caller's that is still running: then this one reads the store too).
         let scanned = try await seed()
-        return state.withLock { state in
+        state.withLock { state in
             var counter = Counter()
             for event in scanned { counter.add(event, limit: limit) }
             switch state.slots[key] {
@@ -158,7 +172,7 @@ package final class RiskCounters: Sendable {
             state.clock += 1
             counter.lastUse = state.clock
             state.slots[key] = .ready(Box(counter, seededAt: now))
-            return summarize(counter.events)
+            body(counter.events)
         }
     }
 

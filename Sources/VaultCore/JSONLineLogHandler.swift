@@ -76,8 +76,19 @@ public enum JSONText {
         var text = text
         text.withUTF8 { bytes in
             var clean = 0
-            for (index, byte) in bytes.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<index]))
+            var index = 0
+            while index < bytes.count {
+                // Eight bytes at a time while none needs escaping (most text), then byte by byte.
+                if index + 8 <= bytes.count,
+                    !needsEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
+                {
+                    index += 8
+                    continue
+                }
+                let byte = bytes[index]
+                index += 1
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean..<index - 1]))
                 switch byte {
                 case 0x22: out.append(contentsOf: [0x5C, 0x22])
                 case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
@@ -88,11 +99,26 @@ public enum JSONText {
                     let hex: [UInt8] = Array("0123456789abcdef".utf8)
                     out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
                 }
-                clean = index + 1
+                clean = index
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[clean...]))
         }
         out.append(0x22)
+    }
+
+    /// Whether one of the eight bytes of `word` is a control character, `"` or `\`. Each test is the classic "has a
+    /// byte below n" one, `(word - n in each byte) & ~word & 0x80 in each byte`, exact for the word as a whole
+    /// (`"` and `\` as "below 1" after an XOR).
+    @inline(__always)
+    static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let control = (word &- ones &* 0x20) & ~word
+        let quotes = (quote &- ones) & ~quote
+        let backslashes = (backslash &- ones) & ~backslash
+        return (control | quotes | backslashes) & highBits != 0
     }
 
     /// Appends the decimal digits of `value`.

@@ -72,7 +72,9 @@ extension RecordStore {
         return Stored(value: try RecordCoding.decode(type, from: record), version: record.version)
     }
 
-    /// Reads and decodes one record of a type with a binary codec, or nil when absent.
+    /// Reads and decodes one record of a type with a binary codec, or nil when absent. (Inlinable, so that a
+    /// caller in another module specializes it: unspecialized, each call looked up `Stored<T>`'s metadata.)
+    @inlinable @inline(__always)
     public func read<T: BinaryRecord>(_ type: T.Type, _ collection: String, id: String) async throws -> Stored<T>? {
         guard let record = try await get(collection, id: id) else { return nil }
         return Stored(value: try RecordCoding.decode(type, from: record), version: record.version)

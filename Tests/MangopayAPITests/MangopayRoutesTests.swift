@@ -366,6 +366,28 @@ extension MangopayJSON {
         #expect(throws: MangopayJSON.ParseError.self) { try MangopayJSON.parse(Array(text.utf8)) }
     }
 
+    @Test func jsonStringsKeepTheirTextWithAndWithoutEscapes() throws {
+        let cases: [(json: String, text: String)] = [
+            (#""plain ascii""#, "plain ascii"), (#""""#, ""), ("\"café ☕\"", "café ☕"),
+            (#""caf\u00e9 au lait""#, "café au lait"), (#""a\"b\\c\/d\n""#, "a\"b\\c/d\n"),
+            ("\"é then \\t, then ü\"", "é then \t, then ü"), (#"{"k\u0041y":"v"}"#, ""),
+        ]
+        for (json, text) in cases.dropLast() {
+            #expect(try MangopayJSON.parse(Array(json.utf8)) == .string(text), "\(json)")
+        }
+        #expect(try MangopayJSON.parse(Array(cases.last!.json.utf8)).keys == ["kAy"])
+    }
+
+    @Test(
+        arguments: [
+            [0x22, 0xC3, 0x28, 0x22], [0x22, 0xF0, 0x9F, 0x98, 0x22], [0x22, 0x5C, 0x6E, 0xFF, 0x22],
+            [0x22, 0x61, 0x0A, 0x22],
+            [0x22, 0x61], [0x22, 0x61, 0x5C], [0x22, 0x5C, 0x6E, 0x61],
+        ] as [[UInt8]])
+    func jsonRejectsStringsThatAreNotUTF8OrNotClosed(bytes: [UInt8]) {
+        #expect(throws: MangopayJSON.ParseError.self) { try MangopayJSON.parse(bytes) }
+    }
+
     @Test func httpDates() {
         #expect(MangopayWire.httpDate(1_452_723_956) == "Wed, 13 Jan 2016 22:25:56 GMT")
         #expect(MangopayWire.httpDate(0) == "Thu, 01 Jan 1970 00:00:00 GMT")

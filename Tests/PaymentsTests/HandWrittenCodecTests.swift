@@ -54,6 +54,31 @@ private struct OldPayIn: BinarySchema {
     static var binaryBlank: Self { Self(value: HandWrittenCodecTests.minimalPayIn) }
 }
 
+private struct OldWallet: BinarySchema {
+    var value: Wallet
+    static let binaryFields: [BinaryField<Self>] = [
+        .string(1, \.value.id), .string(2, \.value.clientId), .string(3, \.value.ownerId),
+        .string(4, \.value.description), .string(5, \.value.currency), .int(6, \.value.balance),
+        .string(7, \.value.tag), .int(8, \.value.creationDate),
+    ]
+    static var binaryBlank: Self {
+        Self(
+            value: Wallet(
+                id: "", clientId: "", ownerId: "", description: "", currency: "", balance: 0, tag: nil, creationDate: 0)
+        )
+    }
+}
+
+private struct OldBrowserInfo: BinarySchema {
+    var value: BrowserInfo
+    static let binaryFields: [BinaryField<Self>] = [
+        .string(1, \.value.acceptHeader), .bool(2, \.value.javaEnabled), .bool(3, \.value.javascriptEnabled),
+        .string(4, \.value.language), .int(5, \.value.colorDepth), .int(6, \.value.screenHeight),
+        .int(7, \.value.screenWidth), .string(8, \.value.timeZoneOffset), .string(9, \.value.userAgent),
+    ]
+    static var binaryBlank: Self { Self(value: BrowserInfo()) }
+}
+
 @Suite struct HandWrittenCodecTests {
     static let minimalPayIn = PayIn(
         id: "", clientId: "", machine: PayInStateMachine(purpose: .payIn), authorId: "", creditedUserId: nil,
@@ -143,18 +168,7 @@ private struct OldPayIn: BinarySchema {
     }
 
     @Test func aPayInWithoutARequiredFieldOrWithUnknownTagsIsReadAsTheSchemaReadIt() throws {
-        let old = OldPayIn(value: Self.fullPayIn)
-        // Leave out each field in turn: the hand-written reader refuses exactly when the schema's does, and reads
-        // the same value otherwise.
-        var refused = 0
-        for left in OldPayIn.binaryFields {
-            var writer = BinaryRecordWriter()
-            for field in OldPayIn.binaryFields where field.tag != left.tag { field.encode(old, &writer) }
-            let new = try? Self.decoded(PayIn.self, writer.bytes)
-            let schema = try? Self.decoded(OldPayIn.self, writer.bytes)
-            #expect(new == schema?.value)
-            if new == nil { refused += 1 }
-        }
+        let refused = Self.refusalsLeavingOutEachField(OldPayIn(value: Self.fullPayIn)) { $0.value }
         #expect(refused == OldPayIn.binaryFields.filter(\.isRequired).count && refused == 15)
         // Unknown tags are skipped.
         var writer = BinaryRecordWriter()
@@ -162,5 +176,52 @@ private struct OldPayIn: BinarySchema {
         writer.string(1000, "newer")
         let extended = writer.bytes + Self.bytes(Self.fullPayIn) + writer.bytes
         #expect(try Self.decoded(PayIn.self, extended) == Self.fullPayIn)
+    }
+
+    /// Leaves out each field of `old` in turn: the hand-written reader refuses exactly when the schema's does, and
+    /// reads the same value otherwise. Returns how many were refused.
+    static func refusalsLeavingOutEachField<New: BinaryFields & Equatable, Old: BinarySchema>(
+        _ old: Old, _ unwrap: (Old) -> New
+    ) -> Int {
+        var refused = 0
+        for left in Old.binaryFields {
+            var writer = BinaryRecordWriter()
+            for field in Old.binaryFields where field.tag != left.tag { field.encode(old, &writer) }
+            let new = try? decoded(New.self, writer.bytes)
+            let schema = try? decoded(Old.self, writer.bytes)
+            #expect(new == schema.map(unwrap))
+            if new == nil { refused += 1 }
+        }
+        return refused
+    }
+
+    @Test func theWalletAndBrowserWriteTheBytesOfTheirSchemas() throws {
+        let wallets = [
+            Wallet(
+                id: "wallet_1", clientId: "shop", ownerId: "user_1", description: "Main ✓", currency: "EUR",
+                balance: Int64.min + 1, tag: String(repeating: "t", count: 200), creationDate: -5),
+            Wallet(
+                id: "w", clientId: "c", ownerId: "o", description: "", currency: "JPY", balance: 0, tag: nil,
+                creationDate: 1_700_000_000),
+        ]
+        for wallet in wallets {
+            try Self.expectSame(wallet, OldWallet(value: wallet)) { $0.value }
+            #expect(Self.refusalsLeavingOutEachField(OldWallet(value: wallet)) { $0.value } == 7)
+            let record = Record(
+                collection: Collections.wallets, id: "x", version: 1, value: try RecordCoding.encode(wallet))
+            #expect(try RecordCoding.decode(Wallet.self, from: record) == wallet)
+        }
+        for browser in [BrowserInfo(), Self.fullPayIn.browserInfo!, BrowserInfo(javaEnabled: true, colorDepth: -1)] {
+            try Self.expectSame(browser, OldBrowserInfo(value: browser)) { $0.value }
+            #expect(Self.refusalsLeavingOutEachField(OldBrowserInfo(value: browser)) { $0.value } == 0)
+        }
+        // Unknown tags are skipped.
+        var writer = BinaryRecordWriter()
+        writer.unsigned(99, 1)
+        writer.string(1000, "newer")
+        #expect(try Self.decoded(Wallet.self, writer.bytes + Self.bytes(wallets[0]) + writer.bytes) == wallets[0])
+        #expect(
+            try Self.decoded(BrowserInfo.self, writer.bytes + Self.bytes(Self.fullPayIn.browserInfo!))
+                == Self.fullPayIn.browserInfo)
     }
 }

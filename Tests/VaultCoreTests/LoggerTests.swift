@@ -49,3 +49,54 @@ struct FakePAN: LogRedactable {
     JSONText.appendString("a\"b\\c\nd\u{1}", to: &out)
     #expect(out == #""a\"b\\c\nd\u0001""#)
 }
+
+@Test func byteStringsAreEscapedAsTheTextOnesWhereverTheCharacterFalls() {
+    // The byte version skips eight bytes at a time: put each character to escape at every offset of a word and
+    // past it, alone and beside others, and compare with the character-by-character `String` version.
+    let specials = ["\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1}", "\u{1F}", "é", "\u{7F}", " ", "~", "☕"]
+    for special in specials {
+        for offset in 0..<20 {
+            for text in [
+                String(repeating: "a", count: offset) + special + String(repeating: "b", count: 19 - offset),
+                String(repeating: special, count: offset + 1), String(repeating: "x", count: offset) + special,
+            ] {
+                var bytes: [UInt8] = []
+                JSONText.appendString(text, to: &bytes)
+                var expected = ""
+                JSONText.appendString(text, to: &expected)
+                #expect(String(decoding: bytes, as: UTF8.self) == expected, "\(Array(text.utf8))")
+            }
+        }
+    }
+}
+
+@Test func aWordNeedsEscapingExactlyWhenOneOfItsBytesDoes() {
+    var generator = SplitMix64(seed: 0x5EED)
+    // Bytes drawn mostly from around the three boundaries (0x20, 0x22, 0x5C) and the high bit.
+    let interesting: [UInt8] = [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+    for _ in 0..<20_000 {
+        var word: UInt64 = 0
+        var expected = false
+        for shift in stride(from: 0, to: 64, by: 8) {
+            let byte =
+                Bool.random(using: &generator)
+                ? interesting.randomElement(using: &generator)! : UInt8.random(in: 0...255, using: &generator)
+            word |= UInt64(byte) << UInt64(shift)
+            expected = expected || byte < 0x20 || byte == 0x22 || byte == 0x5C
+        }
+        #expect(JSONText.needsEscape(word) == expected, "\(String(word, radix: 16))")
+    }
+}
+
+/// A seeded generator (SplitMix64), so that a failing word is met again on the next run.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
