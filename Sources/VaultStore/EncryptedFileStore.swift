@@ -153,9 +153,10 @@ public struct StoreStatistics: Sendable, Equatable {
 /// `write` and one `fdatasync` (group commit) and acknowledges every writer of the group under the
 /// index lock. A small group is indexed there and then; a large one's index update waits
 /// (`deferIndexFromWrites`): the indexer thread makes it while the next group syncs (when the
-/// CPU is otherwise idle, not while the writers come back), and anything that reads the index
-/// first makes it if it is still waiting (``withState(_:)``), so a writer's next read sees its
-/// write. Until then the flusher checks new writes against the group's writes, which stay pending.
+/// CPU is otherwise idle, not while the writers come back), a slice of writes per hold of the lock.
+/// Until then a read by id finds the group's write of its record through the writes still pending
+/// (so a writer's next read sees its write), anything else that reads the index first makes the
+/// rest of it (``withState(_:)``), and the flusher checks new writes against the pending ones.
 /// Reads look the record up in the in-memory index and `pread` its frame.
 /// Call ``close()`` when done: it writes a checkpoint and releases the lock.
 public final class EncryptedFileStore: RecordStore, Sendable {
@@ -295,19 +296,34 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         var keyVersions: [UInt32: Int] = [:]
     }
 
-    /// A write not yet in the index: the version it gives its record (0: deleted), and its group.
+    /// A write not yet in the index: the version it gives its record (0: deleted), its group, and its place in the
+    /// group's writes (``Group/writes``).
     struct PendingWrite {
         var version: UInt64
         var group: UInt64
+        var slot: Int
     }
 
     /// A group synced and answered whose index update waits for the next sync (when the CPU is
-    /// otherwise idle) or for the first reader of the index, whichever comes first.
+    /// otherwise idle) or for the first reader of the index, whichever comes first. The indexer
+    /// makes it a slice at a time (``indexSlice`` writes), from `next` on.
     struct UnindexedGroup {
         var group: Group
         var segment: UInt32
         var base: UInt64
+        var next = 0
+
+        /// Where the group put `write`.
+        func location(of write: StagedWrite) -> RecordLocation {
+            RecordLocation(
+                segment: segment, offset: UInt32(base + UInt64(write.offset)), length: UInt32(write.length),
+                keyVersion: write.keyVersion, version: write.version)
+        }
     }
+
+    /// Writes of an answered group indexed per hold of the state's lock by the indexer thread: readers by id wait for
+    /// one slice at most (they find the group's writes without its index update, ``State/answeredWrite(_:)``).
+    static let indexSlice = 8
 
     /// What writers and the flusher share, under its own lock so that queueing a write never
     /// waits for the index.
@@ -327,8 +343,9 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         /// one being written, the one answered and not yet indexed), for the conditions of the
         /// writes after them.
         var pending: [RecordKey: PendingWrite] = [:]
-        /// The last group answered, if its index update has not been made yet. Everything that
-        /// reads the index goes through ``EncryptedFileStore/withState(_:)``, which makes it first.
+        /// The last group answered, if its index update has not been made yet (or not all of it). Reads by id
+        /// look its writes up in `pending`; everything else that reads the index goes through
+        /// ``EncryptedFileStore/withState(_:)``, which makes the rest of it first.
         var unindexed: UnindexedGroup?
         var segments: [UInt32: Segment]
         var segmentSizes: [UInt32: Int]
@@ -364,19 +381,43 @@ public final class EncryptedFileStore: RecordStore, Sendable {
             }
         }
 
-        /// Makes the index update of the last group answered, if it is still waiting.
-        mutating func indexAnsweredGroup() {
-            guard let waiting = unindexed else { return }
-            unindexed = nil
-            apply(waiting.group, segment: waiting.segment, base: waiting.base)
+        /// Makes the index update of the last group answered, if it is still waiting: all of it, or at most
+        /// `limit` more of its writes.
+        /// - Returns: whether part of it is still waiting.
+        @discardableResult
+        mutating func indexAnsweredGroup(limit: Int = .max) -> Bool {
+            guard var waiting = unindexed else { return false }
+            let end =
+                waiting.group.writes.count - waiting.next > limit ? waiting.next + limit : waiting.group.writes.count
+            apply(waiting, writes: waiting.next..<end)
+            guard end < waiting.group.writes.count else {
+                unindexed = nil
+                forget(waiting.group)
+                return false
+            }
+            waiting.next = end
+            unindexed = waiting
+            return true
+        }
+
+        /// The write of the answered group not yet indexed that is the latest of record `key`: nil when that group
+        /// has no write of it. (Its later writes, if any, belong to groups not answered yet: the caller then cannot
+        /// tell from `pending` whether the answered group wrote the record, and must index that group first.)
+        func answeredWrite(_ key: RecordKey) -> (found: StagedWrite?, known: Bool) {
+            guard let waiting = unindexed, let write = pending[key] else { return (nil, true) }
+            guard write.group == waiting.group.number else { return (nil, write.group < waiting.group.number) }
+            return (waiting.group.writes[write.slot], true)
         }
 
         /// Updates the index with a synced group's writes.
         mutating func apply(_ group: Group, segment: UInt32, base: UInt64) {
-            for write in group.writes {
-                let location = RecordLocation(
-                    segment: segment, offset: UInt32(base + UInt64(write.offset)), length: UInt32(write.length),
-                    keyVersion: write.keyVersion, version: write.version)
+            apply(UnindexedGroup(group: group, segment: segment, base: base), writes: group.writes.indices)
+            forget(group)
+        }
+
+        private mutating func apply(_ waiting: UnindexedGroup, writes: Range<Int>) {
+            for write in waiting.group.writes[writes] {
+                let location = waiting.location(of: write)
                 switch write.kind {
                 case .put:
                     index.upsert(write.key.collection, write.key.id, location)
@@ -390,7 +431,6 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     }
                 }
             }
-            forget(group)
         }
     }
 
@@ -595,7 +635,7 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// The state with its index up to date: the last group answered is indexed first, if it
     /// is not yet. Everything that reads the index goes through here, except the flusher's
-    /// checks of new writes, which see that group's writes as pending.
+    /// checks of new writes and reads by id, which see that group's writes as pending.
     func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
         try state.withLock { state in
             state.indexAnsweredGroup()
@@ -609,7 +649,14 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         while true {
             indexerWake.wait()
             if intake.withLock({ $0.closing }) { break }
-            withState { _ in }
+            // A slice per hold of the lock, so that a reader waits for one slice, not the whole group; only the
+            // group it was woken for (the flusher may answer the next one meanwhile, which waits for its own sync).
+            var woken: UInt64?
+            while state.withLock({ state in
+                guard let waiting = state.unindexed, woken == nil || waiting.group.number == woken else { return false }
+                woken = waiting.group.number
+                return state.indexAnsweredGroup(limit: Self.indexSlice)
+            }) {}
         }
         indexerDone.signal()
     }
@@ -622,8 +669,18 @@ public final class EncryptedFileStore: RecordStore, Sendable {
 
     /// Reads one record synchronously (see ``get(_:id:)``).
     public func read(_ collection: String, id: String) throws -> Record? {
-        let found = try withState { state -> (RecordLocation, Bool, Segment?)? in
+        let found = try state.withLock { state -> (RecordLocation, Bool, Segment?)? in
             guard !state.closed else { throw StoreError(.closed, "the store is closed") }
+            // The answered group's write of the record, if it is not indexed yet: readers do not wait for that
+            // group's index update (nor make it), unless a later group's write hides whether it has one.
+            if state.unindexed != nil {
+                let (write, known) = state.answeredWrite(RecordKey(collection: collection, id: id))
+                if let write {
+                    guard write.kind != .delete, let location = state.unindexed?.location(of: write) else { return nil }
+                    return (location, false, state.segments[location.segment])
+                }
+                if !known { state.indexAnsweredGroup() }
+            }
             guard let entry = state.index.find(collection, id) else { return nil }
             let item = state.index[entry]
             return (item.location, item.flags & RecordIndex.corrupted != 0, state.segments[item.location.segment])
@@ -1072,7 +1129,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                     guard let version else { continue }  // deleting an absent record
                     let isPut: Bool
                     if case .put = write { isPut = true } else { isPut = false }
-                    state.pending[recordKey] = PendingWrite(version: isPut ? version : 0, group: group.number)
+                    state.pending[recordKey] = PendingWrite(
+                        version: isPut ? version : 0, group: group.number, slot: group.writes.count)
                     if isPut { puts += 1 }
                     group.writes.append(
                         StagedWrite(

@@ -318,10 +318,16 @@ import Glibc
         try await store.put("a", id: "gone", value: [2])
         try await store.delete("a", id: "gone")
         #expect(store.state.withLock { $0.unindexed != nil })
-        #expect(try await store.get("a", id: "gone") == nil)
-        #expect(store.state.withLock { $0.unindexed == nil })  // the read indexed it
+        #expect(try await store.get("a", id: "gone") == nil)  // deleted by the group not indexed yet
+        #expect(try await store.get("a", id: "kept")?.value == [1])
+        // Reads by id find the group's writes among the pending ones, without making its index update.
+        #expect(store.state.withLock { $0.unindexed != nil })
+        #expect(try await store.scanAll("a").map(\.id) == ["kept"])
+        #expect(store.state.withLock { $0.unindexed == nil })  // a scan made it
 
         try await store.put("a", id: "last", value: [3])
+        #expect(try await store.get("a", id: "last").map { [$0.value, [UInt8($0.version)]] } == [[3], [1]])
+        #expect(store.state.withLock { $0.unindexed != nil })
         #expect(store.statistics.records == 2)
         try await store.put("a", id: "last", value: [4])
         #expect(try await store.scanAll("a").map(\.id) == ["kept", "last"])
@@ -348,6 +354,50 @@ import Glibc
         #expect(try await reopened.get("a", id: "more")?.value == [6])
         #expect(try await reopened.scanAll("a").count == 4)
         reopened.close()
+    }
+
+    /// The indexer makes a large group's index update a slice at a time, releasing the lock between slices; reads by
+    /// id see every write of the group whatever part of it is indexed.
+    @Test func aGroupIndexedSliceBySliceReadsTheSameAtEveryStep() async throws {
+        let sandbox = try StoreSandbox()
+        var options = testOptions()
+        options.deferIndexFromWrites = 1
+        options.indexesWhileSyncing = false
+        let store = try sandbox.open(options)
+        for id in 0..<20 { try await store.put("s", id: "r\(id)", value: [0]) }
+        try await store.put("t", id: "flush", value: [0])  // the puts above are indexed now
+        // One group: ten updates, five deletes, three new records, and the same record twice.
+        var writes: [RecordWrite] = (0..<10).map {
+            .put(collection: "s", id: "r\($0)", value: [1], condition: .version(1))
+        }
+        writes += (10..<15).map { .delete(collection: "s", id: "r\($0)", condition: .version(1)) }
+        writes += (20..<23).map { .put(collection: "s", id: "r\($0)", value: [2], condition: .absent) }
+        writes.append(.put(collection: "s", id: "r0", value: [3], condition: .unconditional))
+        _ = try await store.commit(writes)
+        func expectEveryRecordAsWritten() async throws {
+            for id in 0..<23 {
+                let record = try await store.get("s", id: "r\(id)")
+                switch id {
+                case 0: #expect(record?.value == [3] && record?.version == 3)
+                case 1..<10: #expect(record?.value == [1] && record?.version == 2)
+                case 10..<15: #expect(record == nil)
+                case 15..<20: #expect(record?.value == [0] && record?.version == 1)
+                default: #expect(record?.value == [2] && record?.version == 1)
+                }
+            }
+        }
+        var slices = 0
+        while true {
+            try await expectEveryRecordAsWritten()
+            #expect(store.state.withLock { $0.unindexed != nil })
+            slices += 1
+            guard store.state.withLock({ $0.indexAnsweredGroup(limit: EncryptedFileStore.indexSlice) }) else { break }
+        }
+        #expect(slices == 3)  // 19 writes, 8 per slice
+        #expect(store.state.withLock { $0.unindexed == nil && $0.pending.isEmpty })
+        try await expectEveryRecordAsWritten()
+        #expect(try await store.scanAll("s").count == 18)
+        store.close()
     }
 
     @Test func concurrentWritersShareFsyncsAndEveryAcknowledgedWriteIsThere() async throws {
