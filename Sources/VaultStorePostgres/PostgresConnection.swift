@@ -51,16 +51,31 @@ enum PostgresValue {
     case int64Array([Int64])
     case byteaArray([[UInt8]])
 
-    /// The binary wire form.
-    var encoded: [UInt8] {
+    /// Appends the binary wire form to `out`, with no buffer of its own per value or element.
+    func encode(into out: inout [UInt8]) {
         switch self {
-        case .text(let text): return Array(text.utf8)
-        case .int64(let value): return Self.bigEndian(value)
-        case .int32(let value): return Self.bigEndian(value)
-        case .bytes(let bytes): return bytes
-        case .textArray(let items): return Self.array(elementType: 25, items.map { Array($0.utf8) })
-        case .int64Array(let items): return Self.array(elementType: 20, items.map(Self.bigEndian))
-        case .byteaArray(let items): return Self.array(elementType: 17, items)
+        case .text(let text): out.append(contentsOf: text.utf8)
+        case .int64(let value): Self.append(value, to: &out)
+        case .int32(let value): Self.append(value, to: &out)
+        case .bytes(let bytes): out.append(contentsOf: bytes)
+        case .textArray(let items):
+            Self.appendArrayHeader(elementType: 25, count: items.count, to: &out)
+            for item in items {
+                Self.append(Int32(item.utf8.count), to: &out)
+                out.append(contentsOf: item.utf8)
+            }
+        case .int64Array(let items):
+            Self.appendArrayHeader(elementType: 20, count: items.count, to: &out)
+            for item in items {
+                Self.append(Int32(8), to: &out)
+                Self.append(item, to: &out)
+            }
+        case .byteaArray(let items):
+            Self.appendArrayHeader(elementType: 17, count: items.count, to: &out)
+            for item in items {
+                Self.append(Int32(item.count), to: &out)
+                out.append(contentsOf: item)
+            }
         }
     }
 
@@ -68,23 +83,20 @@ enum PostgresValue {
         withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 
-    /// A one-dimensional array without nulls (`array_send`): dimensions, null flag, element type, then
-    /// each element after its length.
-    private static func array(elementType: Int32, _ elements: [[UInt8]]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.count })
-        out += bigEndian(Int32(elements.isEmpty ? 0 : 1))
-        out += bigEndian(Int32(0))
-        out += bigEndian(elementType)
-        if !elements.isEmpty {
-            out += bigEndian(Int32(elements.count))
-            out += bigEndian(Int32(1))
+    private static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
+        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
+    }
+
+    /// The head of a one-dimensional array without nulls (`array_send`): dimensions, null flag, element type, then
+    /// (when not empty) the length and lower bound; each element follows after its length.
+    private static func appendArrayHeader(elementType: Int32, count: Int, to out: inout [UInt8]) {
+        append(Int32(count == 0 ? 0 : 1), to: &out)
+        append(Int32(0), to: &out)
+        append(elementType, to: &out)
+        if count > 0 {
+            append(Int32(count), to: &out)
+            append(Int32(1), to: &out)
         }
-        for element in elements {
-            out += bigEndian(Int32(element.count))
-            out += element
-        }
-        return out
     }
 }
 
@@ -279,16 +291,18 @@ final class PostgresConnection {
         _ parameters: [PostgresValue],
         _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T
     ) throws -> T {
-        let encoded = parameters.map(\.encoded)
-        let lengths = encoded.map { Int32($0.count) }
-        let formats = [Int32](repeating: 1, count: encoded.count)
-        // One buffer holding every parameter, so each pointer stays valid for the call.
+        let formats = [Int32](repeating: 1, count: parameters.count)
+        // One buffer holding every parameter, encoded in place, so each pointer stays valid for the call.
         var whole: [UInt8] = []
-        whole.reserveCapacity(encoded.reduce(0) { $0 + $1.count } + 1)
         var offsets: [Int] = []
-        for bytes in encoded {
-            offsets.append(whole.count)
-            whole += bytes
+        var lengths: [Int32] = []
+        offsets.reserveCapacity(parameters.count)
+        lengths.reserveCapacity(parameters.count)
+        for parameter in parameters {
+            let start = whole.count
+            parameter.encode(into: &whole)
+            offsets.append(start)
+            lengths.append(Int32(whole.count - start))
         }
         whole.append(0)
         return try whole.withUnsafeBufferPointer { buffer in
@@ -298,8 +312,8 @@ final class PostgresConnection {
                 try lengths.withUnsafeBufferPointer { lengthBuffer in
                     try formats.withUnsafeBufferPointer { formatBuffer in
                         try body(
-                            Int32(encoded.count), values.baseAddress, lengthBuffer.baseAddress, formatBuffer.baseAddress
-                        )
+                            Int32(parameters.count), values.baseAddress, lengthBuffer.baseAddress,
+                            formatBuffer.baseAddress)
                     }
                 }
             }

@@ -13,6 +13,8 @@ Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -
 `TOP=N` prints the N functions with the most instructions (self) of the tokenization dump; `KEEP=PATH` keeps it;
 `KEEP_DIR=DIR` keeps every measured dump as DIR/<step>.cg (tokenize, create, flowtokenize, complete, card, payin).
 
+With CARDVAULT_DATABASE_URL set (a migrated database), the daemon runs on the PostgreSQL backend.
+
 STRACE=1 runs the daemon without valgrind and prints `strace -c -f` of all its threads over each phase instead
 (system calls per request: divide the calls column by COUNT).
 """
@@ -59,6 +61,10 @@ def main(binary, count, flow=False):
                # The record sweeper's round (every 60 s) would land in some measurements and not others: under
                # valgrind a run lasts minutes. Once a day keeps it out.
                CARDVAULT_LIFETIMES_SWEEP_INTERVAL_SECONDS="86400")
+    if os.environ.get("CARDVAULT_DATABASE_URL"):
+        # The PostgreSQL backend (its schema migrated first with `cardvault db migrate`): the daemon wants its master
+        # key made beforehand.
+        subprocess.run([binary, "keys", "init"], cwd=str(ROOT), env=env, check=True, capture_output=True)
     out = open(work / "out", "wb")
     tracing = bool(os.environ.get("STRACE"))
     command = [binary, "serve"] if tracing else [
