@@ -13,7 +13,8 @@ Valgrind cannot read the Swift binary's DWARF 5: give it a copy without (strip -
 `TOP=N` prints the N functions with the most instructions (self) of the tokenization dump; `KEEP=PATH` keeps it;
 `KEEP_DIR=DIR` keeps every measured dump as DIR/<step>.cg (tokenize, create, flowtokenize, complete, card, payin).
 
-With CARDVAULT_DATABASE_URL set (a migrated database), the daemon runs on the PostgreSQL backend.
+With CARDVAULT_DATABASE_URL set, the daemon runs on the PostgreSQL backend: give it a freshly migrated database each
+time (`cardvault db migrate` on an empty schema), since its key ring is made under this run's own master key.
 
 STRACE=1 runs the daemon without valgrind and prints `strace -c -f` of all its threads over each phase instead
 (system calls per request: divide the calls column by COUNT).
