@@ -142,6 +142,11 @@ final class RunningDaemon: @unchecked Sendable {
     private let address: UnsafeMutableRawPointer
     private let cStrings: [UnsafeMutablePointer<CChar>]
     private let core: ServerCore
+    /// The listening socket ``quiesce()`` took back, closed by ``stop()``: libmicrohttpd's worker threads drop it from
+    /// their epoll sets on their next turn, after `MHD_quiesce_daemon` returns. Closed at once, a worker's removal
+    /// could fail (libmicrohttpd then aborts the process: "Failed to remove listen FD from epoll set") or meet
+    /// another file that took its number.
+    private var quiescedSocket: Int32 = -1
 
     init(configuration: ServerConfiguration, core: ServerCore) throws(ServerError) {
         self.core = core
@@ -222,19 +227,23 @@ final class RunningDaemon: @unchecked Sendable {
         port = Int(cv_mhd_bound_port(daemon))
     }
 
-    /// Stops accepting new connections.
+    /// Stops accepting new connections: they are refused from now on (the socket is shut down, and stays open until
+    /// ``stop()``).
     func quiesce() {
-        let listenSocket = MHD_quiesce_daemon(pointer)
-        if listenSocket >= 0 { close(listenSocket) }
+        quiescedSocket = MHD_quiesce_daemon(pointer)
+        if quiescedSocket >= 0 { _ = Glibc.shutdown(quiescedSocket, Int32(SHUT_RD)) }
     }
 
-    /// Stops the daemon (closing every connection) and frees its C memory.
+    /// Stops the daemon (closing every connection), closes the quiesced listening socket and frees the C memory.
     func stop() {
         MHD_stop_daemon(pointer)
+        if quiescedSocket >= 0 { close(quiescedSocket) }
+        quiescedSocket = -1
         Self.release(settings: settings, address: address, cStrings: cStrings)
     }
 
-    /// Leaves the daemon running (the process is exiting with handlers still suspended).
+    /// Leaves the daemon running, and its shut listening socket open (the process is exiting with handlers still
+    /// suspended).
     func abandon() {}
 
     private static func release(

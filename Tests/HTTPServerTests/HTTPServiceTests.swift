@@ -29,6 +29,17 @@ import VaultCore
         while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
 
         group.shutdown()
+        // While the handler drains, a new connection is refused at once (the listening socket is shut down; it is
+        // closed only once libmicrohttpd's threads have stopped).
+        var refusedWhileDraining = false
+        for _ in 0..<100 where !finished.withLock({ $0 }) {
+            if (try? RawHTTPClient(port: bound, timeoutSeconds: 1)) == nil {
+                refusedWhileDraining = !finished.withLock { $0 }
+                break
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(refusedWhileDraining)
         try await running.value
         #expect(finished.withLock { $0 })
         let response = try await answer.value
