@@ -71,32 +71,33 @@ struct FakePAN: LogRedactable {
 }
 
 @Test func aWordNeedsEscapingExactlyWhenOneOfItsBytesDoes() {
-    var generator = SplitMix64(seed: 0x5EED)
-    // Bytes drawn mostly from around the three boundaries (0x20, 0x22, 0x5C) and the high bit.
-    let interesting: [UInt8] = [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
-    for _ in 0..<20_000 {
-        var word: UInt64 = 0
-        var expected = false
-        for shift in stride(from: 0, to: 64, by: 8) {
-            let byte =
-                Bool.random(using: &generator)
-                ? interesting.randomElement(using: &generator)! : UInt8.random(in: 0...255, using: &generator)
-            word |= UInt64(byte) << UInt64(shift)
-            expected = expected || byte < 0x20 || byte == 0x22 || byte == 0x5C
-        }
+    // Every byte value at every place among bytes that need no escape, then every pair of bytes from around the three
+    // boundaries (0x20, 0x22, 0x5C) and the high bit at every pair of places.
+    func check(_ bytes: [UInt8]) {
+        let word = bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+        let expected = bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
         #expect(JSONText.needsEscape(word) == expected, "\(String(word, radix: 16))")
     }
-}
-
-/// A seeded generator (SplitMix64), so that a failing word is met again on the next run.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    for filler: UInt8 in [0x41, 0x5D, 0x80, 0xFF] {
+        for place in 0..<8 {
+            for byte in UInt8.min...UInt8.max {
+                var bytes = [UInt8](repeating: filler, count: 8)
+                bytes[place] = byte
+                check(bytes)
+            }
+        }
+    }
+    let interesting: [UInt8] = [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+    for first in 0..<8 {
+        for second in 0..<8 where second != first {
+            for a in interesting {
+                for b in interesting {
+                    var bytes = [UInt8](repeating: 0x41, count: 8)
+                    bytes[first] = a
+                    bytes[second] = b
+                    check(bytes)
+                }
+            }
+        }
     }
 }
