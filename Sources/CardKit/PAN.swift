@@ -7,8 +7,8 @@
 ///
 /// The digits are held as one 64-bit integer plus a length (19 digits fit), so a `PAN` allocates nothing.
 public struct PAN: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    private let value: UInt64
-    private let count: UInt8
+    @usableFromInline let value: UInt64
+    @usableFromInline let count: UInt8
     /// The brand that issued the number.
     public let brand: CardBrand
 
@@ -59,6 +59,8 @@ public struct PAN: Hashable, Sendable, CustomStringConvertible, CustomDebugStrin
     public var length: Int { Int(count) }
 
     /// Calls `body` with the full number as ASCII digits in a temporary stack buffer. Do not let them escape.
+    /// (Inlinable, so that callers in other modules run it specialized.)
+    @inlinable
     public func withASCIIDigits<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
         var buffer: (UInt64, UInt64, UInt64) = (0, 0, 0)
         let length = Int(count)

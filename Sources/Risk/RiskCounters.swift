@@ -16,17 +16,17 @@ import VaultStore
 /// counters: `refreshAfter` (seconds) then makes a counter older than that be seeded again from the history, so
 /// that a shopper spread over the daemons is counted whole, at most that many seconds late. A store one daemon owns
 /// needs no refresh (nil).
-package final class RiskCounters: Sendable {
+public final class RiskCounters: Sendable {
     /// One attempt, failure or success of a transaction.
-    package struct Event: Sendable, Equatable {
-        package var stamp: Int64
-        package var transactionId: String
+    public struct Event: Sendable, Equatable {
+        public var stamp: Int64
+        public var transactionId: String
         /// The card fingerprint (device attempts: for the distinct cards) or the amount (successes), as text.
-        package var detail: String
+        public var detail: String
         /// `detail` read as an amount (successes), once when the event is made; nil when it is not a number.
-        package let amount: Int64?
+        public let amount: Int64?
 
-        package init(stamp: Int64, transactionId: String, detail: String) {
+        public init(stamp: Int64, transactionId: String, detail: String) {
             self.stamp = stamp
             self.transactionId = transactionId
             self.detail = detail
@@ -117,9 +117,10 @@ package final class RiskCounters: Sendable {
     /// when it is not held yet, or is older than `refreshAfter` at `now`.
     ///
     /// Inlined into the caller, over ``read(_:since:now:seed:_:)``, which is not generic: a generic `async` function
-    /// of another module runs unspecialized, looking up its types' metadata on every call.
+    /// of another module runs unspecialized, looking up its types' metadata on every call. Public, not `package`:
+    /// this toolchain (Swift 6.3) does not inline or specialize `@inlinable package` functions across modules.
     @inlinable
-    package func summary<Summary: Sendable>(
+    public func summary<Summary: Sendable>(
         _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event],
         _ summarize: ([Event]) -> Summary
     ) async throws -> Summary {
@@ -129,7 +130,7 @@ package final class RiskCounters: Sendable {
     }
 
     /// Calls `body` once with the events of `key`, as ``summary(_:since:now:seed:_:)`` describes.
-    package func read(
+    public func read(
         _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event], _ body: ([Event]) -> Void
     ) async throws {
         let held = state.withLock { state -> Bool in

@@ -7,6 +7,7 @@ public enum HMACSHA256 {
     public static let byteCount = 32
 
     /// The 32-byte MAC of `message` under `key`.
+    @inlinable
     public static func authenticationCode(for message: some ContiguousBytes, using key: SymmetricKey) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: byteCount) { out, initialized in
             let written = authenticationCode(for: message, using: key, into: UnsafeMutableRawBufferPointer(out))
@@ -14,10 +15,21 @@ public enum HMACSHA256 {
         }
     }
 
-    /// Writes the MAC into `output` (at least 32 bytes) and returns the bytes written.
-    @discardableResult
+    /// Writes the MAC into `output` (at least 32 bytes) and returns the bytes written. (Inlinable down to the bytes,
+    /// so that callers run it specialized.)
+    @inlinable @discardableResult
     public static func authenticationCode(
         for message: some ContiguousBytes,
+        using key: SymmetricKey,
+        into output: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        message.withUnsafeBytes { authenticationCode(forBytes: $0, using: key, into: output) }
+    }
+
+    /// Writes the MAC of `data` into `output` (at least 32 bytes) and returns the bytes written.
+    @discardableResult
+    public static func authenticationCode(
+        forBytes data: UnsafeRawBufferPointer,
         using key: SymmetricKey,
         into output: UnsafeMutableRawBufferPointer
     ) -> Int {
@@ -25,14 +37,13 @@ public enum HMACSHA256 {
         do {
             try key.contexts.withMAC(key: key) { context in
                 var length = 0
-                let status = message.withUnsafeBytes { data in
+                let status =
                     (data.count == 0
                         || EVP_MAC_update(context, data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count)
                             == 1)
-                        && EVP_MAC_final(
-                            context, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, output.count)
-                            == 1
-                }
+                    && EVP_MAC_final(
+                        context, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, output.count)
+                        == 1
                 guard status, length == byteCount else { throw CryptoError(.openSSLFailure, "HMAC failed") }
             }
         } catch {

@@ -10,7 +10,7 @@
 ///   - attempts: how many times to run `attempt` before giving up (at least 1).
 ///   - exhausted: the error for the caller when every attempt met a conflict (a retryable 503 in the API).
 ///   - attempt: one read-modify-write; its result is returned once it commits.
-public func retryingOnConflict<Result>(
+@inlinable public func retryingOnConflict<Result>(
     attempts: Int, exhausted: @autoclosure () -> any Error, _ attempt: () async throws -> Result
 ) async throws -> Result {
     for _ in 0..<max(1, attempts) {
@@ -25,7 +25,7 @@ public func retryingOnConflict<Result>(
 
 /// ``retryingOnConflict(attempts:exhausted:_:)`` for an operation that answers `fallback` (a refusal the caller
 /// shows as such) instead of an error when every attempt met a conflict.
-public func retryingOnConflict<Result>(
+@inlinable public func retryingOnConflict<Result>(
     attempts: Int, fallback: @autoclosure () -> Result, _ attempt: () async throws -> Result
 ) async throws -> Result {
     do {
@@ -35,5 +35,7 @@ public func retryingOnConflict<Result>(
     }
 }
 
-/// Every attempt met a conflict (private: an attempt can never throw it itself).
-private struct AttemptsExhausted: Error {}
+/// Every attempt met a conflict (internal to this module: an attempt can never throw it itself).
+@usableFromInline struct AttemptsExhausted: Error {
+    @inlinable init() {}
+}

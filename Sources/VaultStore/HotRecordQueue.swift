@@ -1,4 +1,4 @@
-import VaultCore
+public import VaultCore
 
 /// Serializes the changes of one record in the daemon, in front of the store's optimistic commit: a wallet
 /// credited by many pay-ins at once gets them one after another instead of failing them with conflicts.
@@ -11,51 +11,59 @@ import VaultCore
 /// when a change fails after handing on (its batch conflicted elsewhere, or the store refused it), the next
 /// change's condition fails too and it reads the record again. Changes that do not take turns (other code
 /// paths) are still safe; they only conflict more often.
-package final class HotRecordQueue<Value: Sendable>: Sendable {
-    private struct Slot {
-        var busy = false
-        var waiting: [UnsafeContinuation<Void, Never>] = []
+///
+/// Its members are inlinable, and public (this toolchain does not specialize `@inlinable package` code across
+/// modules), so that the module using it (Payments, for wallets) specializes them for its record type:
+/// unspecialized, each turn paid generic metadata look-ups for `Stored<Value>`, the slot and the lock.
+public final class HotRecordQueue<Value: Sendable>: Sendable {
+    @usableFromInline struct Slot {
+        @usableFromInline var busy = false
+        @usableFromInline var waiting: [UnsafeContinuation<Void, Never>] = []
         /// The record as the last change handed it on, while that change is not done.
-        var latest: Stored<Value>?
+        @usableFromInline var latest: Stored<Value>?
         /// Which change handed `latest` on.
-        var handedBy: UInt64 = 0
+        @usableFromInline var handedBy: UInt64 = 0
         /// Changes that handed a record on and are not done, with the changes waiting for them to settle.
-        var unfinished: [UInt64: [UnsafeContinuation<Void, Never>]] = [:]
+        @usableFromInline var unfinished: [UInt64: [UnsafeContinuation<Void, Never>]] = [:]
+
+        @inlinable init() {}
     }
 
-    private struct State {
-        var slots: [String: Slot] = [:]
-        var serial: UInt64 = 0
+    @usableFromInline struct State {
+        @usableFromInline var slots: [String: Slot] = [:]
+        @usableFromInline var serial: UInt64 = 0
         /// Turns taken per stripe of keys (a key's stripe is its hash modulo the count), for ``stamp(_:)``.
-        var taken = [UInt64](repeating: 0, count: HotRecordQueue.stripeCount)
+        @usableFromInline var taken = [UInt64](repeating: 0, count: HotRecordQueue.stripeCount)
+
+        @inlinable init() {}
     }
 
-    static var stripeCount: Int { 4096 }
+    @inlinable static var stripeCount: Int { 4096 }
 
-    private static func stripe(_ key: String) -> Int {
+    @inlinable static func stripe(_ key: String) -> Int {
         Int(UInt(bitPattern: key.hashValue) % UInt(stripeCount))
     }
 
-    private let state = Locked(State())
+    @usableFromInline let state = Locked(State())
 
-    package init() {}
+    @inlinable public init() {}
 
     /// One change's turn on a record.
-    package final class Turn: Sendable {
-        let key: String
-        let serial: UInt64
+    public final class Turn: Sendable {
+        @usableFromInline let key: String
+        @usableFromInline let serial: UInt64
         /// The record as the previous change wrote it (not durable yet), or nil: read it from the store.
-        package let latest: Stored<Value>?
+        public let latest: Stored<Value>?
         /// The change that handed `latest` on (0: none).
-        let source: UInt64
+        @usableFromInline let source: UInt64
         /// True when no change took a turn on the record (nor on a key of its stripe) between the ``stamp(_:)``
         /// given to ``take(_:since:)`` and this turn, and this one did not wait: a copy of the record read from
         /// the store after that stamp is then as current as a read in this turn.
-        package let untouchedSinceStamp: Bool
-        private let queue: HotRecordQueue
-        private let released = Locked(false)
+        public let untouchedSinceStamp: Bool
+        @usableFromInline let queue: HotRecordQueue
+        @usableFromInline let released = Locked(false)
 
-        fileprivate init(
+        @inlinable init(
             key: String, serial: UInt64, latest: Stored<Value>?, source: UInt64, untouchedSinceStamp: Bool,
             queue: HotRecordQueue
         ) {
@@ -69,13 +77,13 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
 
         /// Waits until the change that handed `latest` on is done (durable or failed), so that the store shows
         /// what it left: after a conflict, the change then reads the record again from the store.
-        package func settle() async {
+        @inlinable public func settle() async {
             await queue.settle(key, source: source)
         }
 
         /// Hands the record as this change wrote it to the next change and lets that one go (once; later calls
         /// do nothing).
-        package func hand(_ written: Stored<Value>?) {
+        @inlinable public func hand(_ written: Stored<Value>?) {
             guard
                 released.withLock({ done in
                     defer { done = true }
@@ -87,7 +95,7 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
 
         /// Ends the turn: lets the next change go if it has not gone yet, and forgets the record this change
         /// handed on (the next change then reads the store) unless a later change has handed on another.
-        package func finish(failed: Bool) {
+        @inlinable public func finish(failed: Bool) {
             hand(nil)
             queue.done(key, serial: serial)
         }
@@ -95,13 +103,13 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
 
     /// A mark to read `key`'s record after, for ``take(_:since:)``; nil while a change of it is under way (its
     /// turn is held, or what it wrote may not be in the store yet).
-    package func stamp(_ key: String) -> UInt64? {
+    @inlinable public func stamp(_ key: String) -> UInt64? {
         state.withLock { state in state.slots[key] == nil ? state.taken[Self.stripe(key)] : nil }
     }
 
     /// Waits for `key`'s turn; with the ``stamp(_:)`` taken before the caller read the record, the turn says
     /// whether that copy is still current (``Turn/untouchedSinceStamp``).
-    package func take(_ key: String, since stamp: UInt64? = nil) async -> Turn {
+    @inlinable public func take(_ key: String, since stamp: UInt64? = nil) async -> Turn {
         let serial = state.withLock { state -> UInt64 in
             state.serial += 1
             return state.serial
@@ -134,7 +142,7 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
             untouchedSinceStamp: untouched && latest == nil, queue: self)
     }
 
-    fileprivate func settle(_ key: String, source: UInt64) async {
+    @inlinable func settle(_ key: String, source: UInt64) async {
         guard source != 0 else { return }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let resumeNow = state.withLock { state -> Bool in
@@ -146,7 +154,7 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
         }
     }
 
-    private func release(_ key: String, serial: UInt64, latest: Stored<Value>?) {
+    @inlinable func release(_ key: String, serial: UInt64, latest: Stored<Value>?) {
         let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             guard var slot = state.slots[key] else { return nil }
             if let latest {
@@ -171,7 +179,7 @@ package final class HotRecordQueue<Value: Sendable>: Sendable {
         next?.resume()
     }
 
-    private func done(_ key: String, serial: UInt64) {
+    @inlinable func done(_ key: String, serial: UInt64) {
         let settled = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
             guard var slot = state.slots[key] else { return [] }
             let settled = slot.unfinished.removeValue(forKey: serial) ?? []

@@ -4,6 +4,9 @@ import Foundation
 /// ``BinaryRecordFormat``) are written in it; the others, and every record written before it, are JSON whose field
 /// names are the Swift property names (stored records are internal, not the wire). Each stored value carries its
 /// format in its first byte, so a reader takes either.
+///
+/// The binary paths are inlinable, so that each record type's module calls them specialized (unspecialized, every
+/// encode and decode looked up its type's metadata and witnesses at run time).
 public enum RecordCoding {
     /// JSON, for record types without a binary codec.
     public static func encode(_ value: some Encodable) throws -> [UInt8] {
@@ -13,6 +16,7 @@ public enum RecordCoding {
     }
 
     /// Decodes a record in whichever format it was stored (a binary one only for a type with a binary codec).
+    @inlinable
     public static func decode<T: Decodable>(_ type: T.Type, from record: Record) throws -> T {
         if isBinary(record.value), let binary = type as? any BinaryRecord.Type {
             return try decodeBinaryRecord(binary, record.value) as! T
@@ -20,8 +24,8 @@ public enum RecordCoding {
         return try decodeJSON(type, from: record)
     }
 
-    private static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord
-    {
+    @inlinable
+    static func decodeBinaryRecord<B: BinaryRecord>(_ type: B.Type, _ value: [UInt8]) throws -> any BinaryRecord {
         try decodeBinary(type, value)
     }
 
@@ -30,6 +34,7 @@ public enum RecordCoding {
     }
 
     /// Encodes a record in the binary format, header first.
+    @inlinable
     public static func encode<T: BinaryRecord>(_ value: T) throws -> [UInt8] {
         var writer = BinaryRecordWriter()
         writer.bytes.append(BinaryRecordFormat.marker)
@@ -40,11 +45,13 @@ public enum RecordCoding {
     }
 
     /// Decodes a record of a type with a binary codec: the binary format, or JSON written by earlier builds.
+    @inlinable
     public static func decode<T: BinaryRecord>(_ type: T.Type, from record: Record) throws -> T {
         if isBinary(record.value) { return try decodeBinary(type, record.value) }
         return try decodeJSON(type, from: record)
     }
 
+    @inlinable
     public static func decodeBinary<T: BinaryRecord>(_ type: T.Type, _ value: [UInt8]) throws -> T {
         try value.withUnsafeBytes { raw in
             guard raw.count >= BinaryRecordFormat.headerSize, raw[0] == BinaryRecordFormat.marker else {
@@ -62,6 +69,7 @@ public enum RecordCoding {
     }
 
     /// Whether a stored value is in the binary format.
+    @inlinable
     public static func isBinary(_ value: [UInt8]) -> Bool { value.first == BinaryRecordFormat.marker }
 }
 
