@@ -47,9 +47,6 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     if (settings->log_callback) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)cv_mhd_log, (void *)settings};
     }
-    if (settings->address) {
-        options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)settings->address};
-    }
     if (settings->thread_pool_size > 1) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, settings->thread_pool_size, NULL};
     }
@@ -66,9 +63,6 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     if (settings->per_ip_connection_limit) {
         options[count++] =
             (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, settings->per_ip_connection_limit, NULL};
-    }
-    if (settings->listen_backlog) {
-        options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, settings->listen_backlog, NULL};
     }
     if (settings->tls_certificate_pem && settings->tls_key_pem) {
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)settings->tls_certificate_pem};
@@ -96,9 +90,9 @@ struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
     }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
-    unsigned int flags = settings->flags;
+    unsigned int flags = settings->flags | MHD_USE_NO_LISTEN_SOCKET;
     if (settings->log_callback) flags |= MHD_USE_ERROR_LOG;
-    struct MHD_Daemon *daemon = MHD_start_daemon(flags, settings->port, NULL, NULL, handler, cls,
+    struct MHD_Daemon *daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, cls,
                                                  MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     return daemon;
 }
@@ -111,11 +105,6 @@ size_t cv_mhd_request_header_size(struct MHD_Connection *connection) {
 
 void cv_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds) {
     (void)MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
-}
-
-uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return info ? info->port : 0;
 }
 
 size_t cv_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size) {

@@ -132,21 +132,22 @@ public struct HTTPService: Service {
     }
 }
 
-/// A started libmicrohttpd daemon and the C memory it reads while it runs.
-/// Unchecked Sendable: it owns C memory (the daemon handle, its settings, address and strings) that libmicrohttpd
-/// reads on its own threads; Swift starts, quiesces and stops it only under ``HTTPServer``'s `running` lock.
+/// A started libmicrohttpd daemon, the listening socket that feeds it and the C memory it reads while it runs.
+/// Unchecked Sendable: it owns C memory (the daemon handle, the listener, its settings and strings) that
+/// libmicrohttpd reads on its own threads; Swift starts, quiesces and stops it only under ``HTTPServer``'s `running`
+/// lock.
+///
+/// The listening socket is CardVault's own (`cv_listener`): a thread accepts and hands each connection to
+/// libmicrohttpd, and quiescing shuts the socket down. libmicrohttpd's own `MHD_quiesce_daemon` is never called: on
+/// an epoll daemon with internal threads it races its threads' removal of the socket from their epoll sets, and the
+/// loser aborts the process ("Failed to remove listen FD from epoll set", an open libmicrohttpd defect, seen in CI).
 final class RunningDaemon: @unchecked Sendable {
     let pointer: OpaquePointer
     let port: Int
     private let settings: UnsafeMutablePointer<cv_mhd_settings>
-    private let address: UnsafeMutableRawPointer
     private let cStrings: [UnsafeMutablePointer<CChar>]
     private let core: ServerCore
-    /// The listening socket ``quiesce()`` took back, closed by ``stop()``: libmicrohttpd's worker threads drop it from
-    /// their epoll sets on their next turn, after `MHD_quiesce_daemon` returns. Closed at once, a worker's removal
-    /// could fail (libmicrohttpd then aborts the process: "Failed to remove listen FD from epoll set") or meet
-    /// another file that took its number.
-    private var quiescedSocket: Int32 = -1
+    private let listener: OpaquePointer
 
     init(configuration: ServerConfiguration, core: ServerCore) throws(ServerError) {
         self.core = core
@@ -163,11 +164,14 @@ final class RunningDaemon: @unchecked Sendable {
                 .invalidAddress, "cannot resolve listen address \(configuration.host):\(configuration.port)")
         }
         defer { freeaddrinfo(found) }
-        address = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<sockaddr_storage>.size, alignment: 16)
-        address.copyMemory(from: first.pointee.ai_addr, byteCount: Int(first.pointee.ai_addrlen))
-        let isIPv6 = first.pointee.ai_family == AF_INET6
+        let socket = cv_listener_open(first.pointee.ai_addr, first.pointee.ai_addrlen, 1024)
+        guard socket >= 0 else {
+            throw ServerError(
+                .startFailed,
+                "cannot listen on \(configuration.host):\(configuration.port) (\(String(cString: strerror(errno))))")
+        }
 
-        settings = .allocate(capacity: 1)
+        let settings = UnsafeMutablePointer<cv_mhd_settings>.allocate(capacity: 1)
         settings.initialize(to: cv_mhd_settings())
         var flags: UInt32
         switch configuration.threadingMode {
@@ -181,7 +185,6 @@ final class RunningDaemon: @unchecked Sendable {
                 MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
                 | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
         }
-        if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         var strings: [UnsafeMutablePointer<CChar>] = []
         func keep(_ text: String) -> UnsafePointer<CChar> {
             let copy = strdup(text)!
@@ -197,10 +200,7 @@ final class RunningDaemon: @unchecked Sendable {
                 settings.pointee.tls_trust_pem = keep(clientCA)
             }
         }
-        cStrings = strings
         settings.pointee.flags = flags
-        settings.pointee.address = UnsafePointer(address.assumingMemoryBound(to: sockaddr.self))
-        settings.pointee.port = UInt16(configuration.port)
         settings.pointee.connection_timeout = UInt32(max(0, configuration.connectionTimeoutSeconds))
         // Sized for everything a request within the header limits makes libmicrohttpd keep
         // (ServerConfiguration.connectionMemoryBytes); the limits themselves are checked exactly in
@@ -208,38 +208,47 @@ final class RunningDaemon: @unchecked Sendable {
         settings.pointee.connection_memory_limit = configuration.connectionMemoryBytes
         settings.pointee.connection_limit = UInt32(max(1, configuration.maxConnections))
         settings.pointee.per_ip_connection_limit = UInt32(max(0, configuration.maxConnectionsPerAddress))
-        settings.pointee.listen_backlog = 1024
         settings.pointee.uri_callback = requestStartedCallback
         settings.pointee.uri_cls = Unmanaged.passUnretained(core).toOpaque()
         settings.pointee.completed_callback = requestCompletedCallback
         settings.pointee.log_callback = daemonLogCallback
         let cls = Unmanaged.passUnretained(core).toOpaque()
         settings.pointee.log_cls = cls
-        guard let daemon = cv_mhd_start(settings, accessHandlerCallback, cls) else {
+        let failure = { (what: String) -> ServerError in
             let reason = String(cString: strerror(errno))
-            Self.release(settings: settings, address: address, cStrings: cStrings)
-            throw ServerError(
+            close(socket)
+            Self.release(settings: settings, cStrings: strings)
+            return ServerError(
                 .startFailed,
-                "cannot start the HTTP server on \(configuration.host):\(configuration.port) (\(reason))"
-            )
+                "cannot \(what) the HTTP server on \(configuration.host):\(configuration.port) (\(reason))")
+        }
+        guard let daemon = cv_mhd_start(settings, accessHandlerCallback, cls) else { throw failure("start") }
+        guard let listener = cv_listener_start(socket, daemon) else {
+            let reason = errno
+            MHD_stop_daemon(daemon)
+            errno = reason
+            throw failure("start accepting for")
         }
         pointer = daemon
-        port = Int(cv_mhd_bound_port(daemon))
+        self.listener = listener
+        self.settings = settings
+        cStrings = strings
+        port = Int(cv_listener_port(socket))
     }
 
     /// Stops accepting new connections: they are refused from now on (the socket is shut down, and stays open until
     /// ``stop()``).
     func quiesce() {
-        quiescedSocket = MHD_quiesce_daemon(pointer)
-        if quiescedSocket >= 0 { _ = Glibc.shutdown(quiescedSocket, Int32(SHUT_RD)) }
+        cv_listener_quiesce(listener)
     }
 
-    /// Stops the daemon (closing every connection), closes the quiesced listening socket and frees the C memory.
+    /// Stops accepting (if not yet), stops the daemon (closing every connection), closes the listening socket and
+    /// frees the C memory.
     func stop() {
+        cv_listener_quiesce(listener)
         MHD_stop_daemon(pointer)
-        if quiescedSocket >= 0 { close(quiescedSocket) }
-        quiescedSocket = -1
-        Self.release(settings: settings, address: address, cStrings: cStrings)
+        cv_listener_close(listener)
+        Self.release(settings: settings, cStrings: cStrings)
     }
 
     /// Leaves the daemon running, and its shut listening socket open (the process is exiting with handlers still
@@ -247,9 +256,7 @@ final class RunningDaemon: @unchecked Sendable {
     func abandon() {}
 
     private static func release(
-        settings: UnsafeMutablePointer<cv_mhd_settings>,
-        address: UnsafeMutableRawPointer,
-        cStrings: [UnsafeMutablePointer<CChar>]
+        settings: UnsafeMutablePointer<cv_mhd_settings>, cStrings: [UnsafeMutablePointer<CChar>]
     ) {
         for text in cStrings {
             memset(text, 0, strlen(text))  // the private key is among them
@@ -257,6 +264,5 @@ final class RunningDaemon: @unchecked Sendable {
         }
         settings.deinitialize(count: 1)
         settings.deallocate()
-        address.deallocate()
     }
 }

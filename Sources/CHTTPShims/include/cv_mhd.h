@@ -1,7 +1,8 @@
 #ifndef CARDVAULT_CV_MHD_H
 #define CARDVAULT_CV_MHD_H
 /* Thin wrappers over libmicrohttpd calls Swift cannot make directly (the variadic
- * MHD_start_daemon) and over its GnuTLS session (client-certificate verification). */
+ * MHD_start_daemon) and over its GnuTLS session (client-certificate verification), and the
+ * listening socket with its accept thread (cv_listener.c). */
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -11,10 +12,6 @@
 struct cv_mhd_settings {
     /// MHD_FLAG bits (threading mode, TLS, IPv6, suspend/resume ...).
     unsigned int flags;
-    /// Address to bind (IPv4 or IPv6), or NULL for the wildcard on `port`.
-    const struct sockaddr *address;
-    /// Port when `address` is NULL.
-    uint16_t port;
     /// Worker threads for the internal epoll pool; 0 for none (thread-per-connection mode).
     unsigned int thread_pool_size;
     /// Idle/read timeout per connection in seconds; 0 for none.
@@ -26,8 +23,6 @@ struct cv_mhd_settings {
     unsigned int connection_limit;
     /// Maximum concurrent connections from one IP address; 0 for none.
     unsigned int per_ip_connection_limit;
-    /// listen(2) backlog; 0 for the default.
-    unsigned int listen_backlog;
     /// PEM texts for TLS (NULL when plain HTTP); `tls_trust_pem` asks clients for a certificate.
     const char *tls_certificate_pem;
     const char *tls_key_pem;
@@ -49,7 +44,8 @@ struct cv_mhd_settings {
     void *log_cls;
 };
 
-/// Starts a daemon with `settings`; `cls` goes to every callback. NULL when it could not start.
+/// Starts a daemon with `settings` and no listening socket of its own (connections come from a
+/// `cv_listener`); `cls` goes to every callback. NULL when it could not start.
 struct MHD_Daemon *cv_mhd_start(const struct cv_mhd_settings *settings,
                                 MHD_AccessHandlerCallback handler,
                                 void *cls);
@@ -62,8 +58,30 @@ size_t cv_mhd_request_header_size(struct MHD_Connection *connection);
 /// callback of that connection only.
 void cv_mhd_set_connection_timeout(struct MHD_Connection *connection, unsigned int seconds);
 
-/// The port the daemon is bound to (useful after binding port 0); 0 if unknown.
-uint16_t cv_mhd_bound_port(struct MHD_Daemon *daemon);
+/// A listening socket and the thread that accepts on it, handing each connection to a daemon
+/// (MHD_add_connection). libmicrohttpd never sees the socket: its own MHD_quiesce_daemon, on an
+/// epoll daemon with internal threads, races its threads' removal of the socket from their epoll
+/// sets and can abort the process ("Failed to remove listen FD from epoll set", an open defect).
+struct cv_listener;
+
+/// Opens a TCP socket bound to `address` (SO_REUSEADDR; IPv6 only for an IPv6 address) and
+/// listening with `backlog`; -1 with errno on failure.
+int cv_listener_open(const struct sockaddr *address, socklen_t length, int backlog);
+
+/// Starts accepting on `fd` for `daemon` on a thread of its own; NULL with errno on failure (`fd`
+/// stays the caller's).
+struct cv_listener *cv_listener_start(int fd, struct MHD_Daemon *daemon);
+
+/// Stops accepting: shuts the socket down (connection attempts are refused from here on, the
+/// socket stays open) and waits for the accept thread to end. Idempotent.
+void cv_listener_quiesce(struct cv_listener *listener);
+
+/// Quiesces if needed, closes the socket and frees the listener. Call it after MHD_stop_daemon or
+/// before: no connection is handed over once it returns.
+void cv_listener_close(struct cv_listener *listener);
+
+/// The port a socket is bound to (useful after binding port 0); 0 if unknown.
+uint16_t cv_listener_port(int fd);
 
 /// Writes the client's IP address as text into `buffer`; returns its length (0 if unknown).
 size_t cv_mhd_client_address(struct MHD_Connection *connection, char *buffer, size_t size);
