@@ -45,7 +45,9 @@ public struct HookService: Sendable {
     var now: Int64 { Int64(environment.clock.now.timeIntervalSince1970.rounded(.down)) }
 
     static func hookKey(_ clientId: String, _ id: String) -> String { clientId + ":" + id }
-    static func eventKey(_ clientId: String, _ type: EventType) -> String { clientId + ":" + type.rawValue }
+    static func eventKey(_ clientId: String, _ type: EventType) -> String {
+        EventLog.hookKey(clientId: clientId, type: type)
+    }
 
     // MARK: Hooks
 

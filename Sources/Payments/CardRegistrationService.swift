@@ -347,7 +347,7 @@ public struct CardRegistrationService: Sendable {
                     "RegistrationData",
                     "The card registration has already been processed (status \(registration.status.rawValue)).")
             case .fail(let result):
-                writes += try EventLog.writes(
+                writes += try await EventLog.writes(
                     .cardRegistrationError, resourceId: id, clientId: clientId, environment: environment)
                 updated.status = .error
                 updated.result = result
@@ -360,7 +360,7 @@ public struct CardRegistrationService: Sendable {
                     securityCodes.discard(clientId: clientId, cardId: pending.cardId)
                 }
             case .validate(let pending):
-                writes += try EventLog.writes(
+                writes += try await EventLog.writes(
                     .cardRegistrationValidated, resourceId: id, clientId: clientId, environment: environment)
                 updated.status = .validated
                 updated.result = .success

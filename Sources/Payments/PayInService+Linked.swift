@@ -122,7 +122,7 @@ extension PayInService {
             var registration = stored.value
             let initiator: RecurringRegistrationStateMachine.Initiator =
                 payIn.payInKind == .recurringMerchantInitiated ? .merchant : .customer
-            writes += try registrationWrites(
+            writes += try await registrationWrites(
                 &registration, version: stored.version, for: payIn, initiator: initiator)
         }
         return writes
@@ -133,7 +133,7 @@ extension PayInService {
     func registrationWrites(
         _ registration: inout RecurringRegistration, version: UInt64?,
         for payIn: PayIn, initiator: RecurringRegistrationStateMachine.Initiator
-    ) throws -> [RecordWrite] {
+    ) async throws -> [RecordWrite] {
         let event: RecurringRegistrationStateMachine.Event
         switch payIn.machine.state {
         case .succeeded:
@@ -154,7 +154,7 @@ extension PayInService {
         }
         var writes: [RecordWrite] = []
         if case .transitioned(let state) = try? registration.machine.handle(event) {
-            writes += try EventLog.writes(
+            writes += try await EventLog.writes(
                 Self.eventType(state), resourceId: registration.id, clientId: registration.clientId,
                 environment: environment)
         }

@@ -116,7 +116,7 @@ extension PayInService {
                 collection: Collections.recurringRegistrations, id: Identifier.scoped(clientId, registration.id),
                 value: try RecordCoding.encode(registration), condition: .absent)
         ]
-        writes += try EventLog.writes(
+        writes += try await EventLog.writes(
             .recurringRegistrationCreated, resourceId: registration.id, clientId: clientId, environment: environment)
         try await mapStoreErrors { try await environment.store.commit(writes) }
         environment.logger.info(
@@ -200,7 +200,7 @@ extension PayInService {
             if let shipping = changes.shipping { registration.shipping = shipping }
             var writes: [RecordWrite] = []
             if ends, case .transitioned(let state) = try? registration.machine.handle(.end) {
-                writes += try EventLog.writes(
+                writes += try await EventLog.writes(
                     Self.eventType(state), resourceId: registration.id, clientId: clientId, environment: environment)
             }
             guard !writes.isEmpty || changesSomething else { return registration }
@@ -326,7 +326,7 @@ extension PayInService {
             return try await createLinked(clientId: clientId, linked) { payIn in
                 guard !limitReached else { return [] }
                 registration.lastPayInId = payIn.id
-                return try registrationWrites(&registration, version: version, for: payIn, initiator: initiator)
+                return try await registrationWrites(&registration, version: version, for: payIn, initiator: initiator)
             }
         }
     }

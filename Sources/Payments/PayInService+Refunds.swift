@@ -106,7 +106,8 @@ extension PayInService {
             writes += TransactionIndex.writes(for: refund, ownerId: wallet.ownerId)
             for type in [EventType.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed]
             {
-                writes += try EventLog.writes(type, resourceId: refund.id, clientId: clientId, environment: environment)
+                writes += try await EventLog.writes(
+                    type, resourceId: refund.id, clientId: clientId, environment: environment)
             }
             if result == .success {
                 var refundedPayIn = payIn

@@ -525,7 +525,7 @@ public struct PayInService: Sendable {
     /// `…_FAILED` when the step made it final.
     static func eventWrites(
         _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment
-    ) throws -> [RecordWrite] {
+    ) async throws -> [RecordWrite] {
         // Preauthorizations, deposits and the pay-ins that capture them write theirs in authorizationEventWrites.
         let purpose = payIn.machine.purpose
         guard purpose == .cardValidation || (purpose == .payIn && payIn.capturedFrom == nil) else { return [] }
@@ -537,13 +537,13 @@ public struct PayInService: Sendable {
         case .failed: types.append(isPayIn ? .payInNormalFailed : .cardValidationFailed)
         case .created, .awaitingChallenge: break
         }
-        return try types.flatMap {
-            try EventLog.writes($0, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
-        }
+        return try await EventLog.writes(
+            types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
     }
 
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
-    /// `previousVersion`), the wallet credit, the card's validity, the risk history and `extra` writes.
+    /// `previousVersion`), the wallet credit, the risk history and `extra` writes; then the card's validity
+    /// (``markCard(clientId:cardId:valid:)``).
     /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
     /// - Parameter keys: the transaction's risk dimensions when the caller has them (its creation computed them);
@@ -575,7 +575,7 @@ public struct PayInService: Sendable {
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
         // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
-        let eventWrites = try Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
+        let eventWrites = try await Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
         let walletKey =
             actions.contains(.creditWallet)
             ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
@@ -600,7 +600,7 @@ public struct PayInService: Sendable {
             ]
             writes += extra
             writes += eventWrites
-            writes += try authorizationEventWrites(payIn, isNew: previousVersion == nil)
+            writes += try await authorizationEventWrites(payIn, isNew: previousVersion == nil)
             if let keys {
                 writes += PayInRiskHistory.outcomeWrites(
                     clientId: payIn.clientId, keys: keys, transactionId: payIn.id,
@@ -629,19 +629,7 @@ public struct PayInService: Sendable {
                             collection: Collections.wallets, id: Identifier.scoped(payIn.clientId, walletId),
                             value: try RecordCoding.encode(credited), condition: .version(version)))
                     writtenWallet = Stored(value: credited, version: version + 1)
-                case .markCard(let valid):
-                    guard let found = try await cards.read(clientId: payIn.clientId, id: payIn.cardId),
-                        found.value.validity == .unknown
-                    else { continue }
-                    let card = found.value
-                    let version = found.version
-                    var marked = card
-                    marked.validity = valid ? .valid : .invalid
-                    writes.append(
-                        .put(
-                            collection: Collections.cards, id: Identifier.scoped(payIn.clientId, card.id),
-                            value: try RecordCoding.encode(marked), condition: .version(version)))
-                case .persist, .presentChallenge, .wipeSecurityCode:
+                case .persist, .presentChallenge, .wipeSecurityCode, .markCard:
                     continue
                 }
             }
@@ -667,6 +655,42 @@ public struct PayInService: Sendable {
             }
             return .success(payIn)
         }
-        return try written.get()
+        let result = try written.get()
+        for case .markCard(let valid) in actions {
+            await markCard(clientId: result.clientId, cardId: result.cardId, valid: valid)
+        }
+        return result
+    }
+
+    /// Sets an UNKNOWN card's validity once the transaction that decided it has committed, in a commit of its own:
+    /// the first pay-ins of a new card all read it UNKNOWN, and in their own batches all but one would conflict on
+    /// the card after their commit was queued, failing every wallet credit handed on behind them (a cascade of
+    /// conflicts that exhausted some pay-ins' retries). Best effort: a card left UNKNOWN (a crash between the two
+    /// commits, a store that cannot write now) gets its validity from its next transaction.
+    func markCard(clientId: String, cardId: String, valid: Bool) async {
+        for _ in 0..<3 {
+            do {
+                guard let found = try await cards.read(clientId: clientId, id: cardId), found.value.validity == .unknown
+                else { return }
+                var marked = found.value
+                marked.validity = valid ? .valid : .invalid
+                try await environment.store.commit([
+                    .put(
+                        collection: Collections.cards, id: Identifier.scoped(clientId, cardId),
+                        value: try RecordCoding.encode(marked), condition: .version(found.version))
+                ])
+                return
+            } catch let error as StoreError where error.code == .conflict {
+                continue  // another transaction of the card marked it, or it changed: read it again
+            } catch {
+                environment.logger.warning(
+                    "card validity not recorded",
+                    [
+                        "clientId": .string(clientId), "cardId": .string(cardId),
+                        "error": .string(String(describing: type(of: error))),
+                    ])
+                return
+            }
+        }
     }
 }

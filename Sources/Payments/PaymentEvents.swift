@@ -81,31 +81,51 @@ public final class EventStamps: Sendable {
 /// Writes events into the batch of the change they report, so that a change and its event commit together or
 /// not at all, and a retried change (a version conflict re-runs it) writes its event once.
 ///
-/// Each event is two records with the same id: the event itself (``Collections/events``, listed by
-/// `GET /events`) and an outbox entry (``Collections/eventOutbox``) that the hook delivery engine consumes.
+/// Each event is a record of ``Collections/events`` (listed by `GET /events`) and, when the client has a hook for
+/// its type, an outbox entry with the same id (``Collections/eventOutbox``) that the hook delivery engine
+/// consumes. The hook is looked up when the change is prepared: an event that commits while the hook for its type
+/// is being created may miss the hook (a replay of the client's events queues it).
 public enum EventLog {
-    /// The writes that record `type` for `resourceId`; append them to the change's batch.
+    /// The writes that record `type` for `resourceId`; append them to the change's batch. `queued` adds the
+    /// outbox entry.
     public static func writes(
         clientId: String, type: EventType, resourceId: String, clock: any WallClock, random: any RandomSource,
-        stamps: EventStamps? = nil
+        stamps: EventStamps? = nil, queued: Bool = true
     ) throws -> [RecordWrite] {
         let event = make(
             clientId: clientId, type: type, resourceId: resourceId, clock: clock, random: random, stamps: stamps)
         let value = try RecordCoding.encode(event)
-        return [
-            .put(collection: Collections.events, id: event.id, value: value, condition: .absent),
-            .put(collection: Collections.eventOutbox, id: event.id, value: value, condition: .absent),
-        ]
+        let record = RecordWrite.put(collection: Collections.events, id: event.id, value: value, condition: .absent)
+        guard queued else { return [record] }
+        return [record, .put(collection: Collections.eventOutbox, id: event.id, value: value, condition: .absent)]
     }
 
-    /// The writes for `type`, with the environment's clock and random source.
+    /// The writes for `type`, with the environment's clock and random source, and an outbox entry only when the
+    /// client has a hook for `type` (one lookup of ``Collections/hooksByEvent``: a client without hooks writes no
+    /// entry that the delivery engine would read and delete).
     public static func writes(
         _ type: EventType, resourceId: String, clientId: String, environment: PaymentsEnvironment
-    ) throws -> [RecordWrite] {
-        try writes(
+    ) async throws -> [RecordWrite] {
+        let hooked = try await environment.store.get(
+            Collections.hooksByEvent, id: hookKey(clientId: clientId, type: type))
+        return try writes(
             clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
-            random: environment.random, stamps: environment.eventStamps)
+            random: environment.random, stamps: environment.eventStamps, queued: hooked != nil)
     }
+
+    /// The writes for each of `types` in order (``writes(_:resourceId:clientId:environment:)``).
+    public static func writes(
+        _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment
+    ) async throws -> [RecordWrite] {
+        var writes: [RecordWrite] = []
+        for type in types {
+            writes += try await self.writes(type, resourceId: resourceId, clientId: clientId, environment: environment)
+        }
+        return writes
+    }
+
+    /// The id of the client's hook for `type` in ``Collections/hooksByEvent`` (its value is the hook's id).
+    public static func hookKey(clientId: String, type: EventType) -> String { clientId + ":" + type.rawValue }
 
     /// The start of every event id of `clientId` (scan ``Collections/events`` with it).
     public static func idPrefix(clientId: String) -> String { Identifier.scoped(clientId, "") }

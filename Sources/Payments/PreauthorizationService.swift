@@ -89,7 +89,7 @@ extension PayInService {
     /// The events of a transaction's authorization step: creation, then success (and, for a hold, its waiting
     /// payment) or failure. Captures report PAYIN_NORMAL_CREATED and _SUCCEEDED. Pay-ins and validations write
     /// none here.
-    func authorizationEventWrites(_ payIn: PayIn, isNew: Bool) throws -> [RecordWrite] {
+    func authorizationEventWrites(_ payIn: PayIn, isNew: Bool) async throws -> [RecordWrite] {
         var types: [EventType] = []
         let state = payIn.machine.state
         switch payIn.machine.purpose {
@@ -108,9 +108,8 @@ extension PayInService {
         case .cardValidation:
             return []
         }
-        return try types.flatMap {
-            try EventLog.writes($0, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
-        }
+        return try await EventLog.writes(
+            types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
     }
 }
 
@@ -320,7 +319,7 @@ public struct PreauthorizationService: Sendable {
                     collection: PayInService.byCard, id: Identifier.indexed(clientId, held.cardId, payInId),
                     value: Array(PayInStateMachine.Purpose.payIn.rawValue.utf8), condition: .unconditional),
             ]
-            extra += try holdWrites(holdActions, of: updated)
+            extra += try await holdWrites(holdActions, of: updated)
             let made = try await payIns.apply(
                 actions, to: capture, previousVersion: nil, extra: extra, conflictEndsAttempt: true)
             environment.logger.info(
@@ -363,7 +362,7 @@ public struct PreauthorizationService: Sendable {
                     collection: PayInService.collection(purpose), id: Identifier.scoped(clientId, id),
                     value: try RecordCoding.encode(updated), condition: .version(found.version))
             ]
-            writes += try holdWrites(actions, of: updated)
+            writes += try await holdWrites(actions, of: updated)
             try await mapStoreErrors { try await environment.store.commit(writes) }
             environment.logger.info(
                 "hold changed",
@@ -378,9 +377,7 @@ public struct PreauthorizationService: Sendable {
     /// The writes of a hold's actions besides the hold itself: its expiry entry removed, its events.
     private func holdWrites(
         _ actions: [PreauthorizationStateMachine.Action], of payIn: PayIn
-    ) throws
-        -> [RecordWrite]
-    {
+    ) async throws -> [RecordWrite] {
         var writes: [RecordWrite] = []
         for action in actions {
             switch action {
@@ -390,7 +387,7 @@ public struct PreauthorizationService: Sendable {
                         collection: Collections.holdsExpiring, id: PayInService.holdEntryId(payIn),
                         condition: .unconditional))
             case .emit(let type):
-                writes += try EventLog.writes(
+                writes += try await EventLog.writes(
                     type, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
             case .persist, .creditCapture:
                 continue

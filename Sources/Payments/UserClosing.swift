@@ -47,7 +47,7 @@ extension UserService {
                     value: try RecordCoding.encode(user), condition: .version(found.version))
             ]
             if user.userCategory != before {
-                writes += try EventLog.writes(
+                writes += try await EventLog.writes(
                     user.userCategory == "OWNER" ? .userCategoryUpdatedToOwner : .userCategoryUpdatedToPayer,
                     resourceId: id, clientId: clientId, environment: environment)
             }
@@ -95,7 +95,7 @@ extension MerchantServices {
                         .put(
                             collection: Collections.cards, id: Identifier.scoped(clientId, cardId),
                             value: try RecordCoding.encode(card), condition: .version(stored.version)))
-                    writes += try EventLog.writes(
+                    writes += try await EventLog.writes(
                         .cardDeactivated, resourceId: cardId, clientId: clientId, environment: environment)
                 }
                 erased.append(cardId)
@@ -127,7 +127,8 @@ extension MerchantServices {
                                 clientId: clientId, userId: id, cardId: cardId, erasedAt: now, reason: "user-closed")),
                         condition: .unconditional))
             }
-            writes += try EventLog.writes(.userClosed, resourceId: id, clientId: clientId, environment: environment)
+            writes += try await EventLog.writes(
+                .userClosed, resourceId: id, clientId: clientId, environment: environment)
             try await mapStoreErrors { try await store.commit(writes) }
             for cardId in erased { securityCodes.discard(clientId: clientId, cardId: cardId) }
             environment.logger.info(

@@ -80,7 +80,7 @@ public struct WebPayInService: Sendable {
                 collection: Self.collection, id: Identifier.scoped(clientId, payIn.id),
                 value: try RecordCoding.encode(payIn), condition: .absent)
         ]
-        writes += try EventLog.writes(
+        writes += try await EventLog.writes(
             .payInNormalCreated, resourceId: payIn.id, clientId: clientId, environment: environment)
         try await commit(writes)
         environment.logger.info(
@@ -322,7 +322,7 @@ public struct WebPayInService: Sendable {
                 collection: Self.collection, id: Identifier.scoped(payIn.clientId, payIn.id),
                 value: try RecordCoding.encode(payIn), condition: .version(found.version))
         ]
-        writes += try EventLog.writes(
+        writes += try await EventLog.writes(
             status == "SUCCEEDED" ? .payInNormalSucceeded : .payInNormalFailed, resourceId: payIn.id,
             clientId: payIn.clientId, environment: environment)
         do {

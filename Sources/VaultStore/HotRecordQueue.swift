@@ -7,9 +7,11 @@ public import VaultCore
 /// queued the commit (before it is durable, ``RecordStore/commit(_:whenQueued:)``) it hands the record as it
 /// wrote it, with its new version, to the next change in line (``Turn/hand(_:)``), whose conditional write
 /// then lands in the same or the next group commit. So the changes of one record share group commits like
-/// those of different records, rather than waiting for one sync each. The optimistic check stays underneath:
-/// when a change fails after handing on (its batch conflicted elsewhere, or the store refused it), the next
-/// change's condition fails too and it reads the record again. Changes that do not take turns (other code
+/// those of different records, rather than waiting for one sync each. A change that fails before its commit is
+/// queued (another record of its batch conflicted) hands nothing, and the next change gets what the change before
+/// it handed on. The optimistic check stays underneath: when a change fails after handing on (its group commit
+/// failed), the next change's condition fails too, and it waits for that change to be done and reads the record
+/// again. Changes that do not take turns (other code
 /// paths) are still safe; they only conflict more often.
 ///
 /// Its members are inlinable, and public (this toolchain does not specialize `@inlinable package` code across
@@ -157,15 +159,14 @@ public final class HotRecordQueue<Value: Sendable>: Sendable {
     @inlinable func release(_ key: String, serial: UInt64, latest: Stored<Value>?) {
         let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             guard var slot = state.slots[key] else { return nil }
+            // A change that hands nothing on queued no write of the record (it failed before queueing, or its
+            // batch was refused): what an earlier change handed on is still the record as the store will hold it,
+            // so the next change gets that. (Reading the store instead would find the record without the
+            // earlier change's write, which is not durable yet, and conflict; so would every change behind it.)
             if let latest {
                 slot.latest = latest
                 slot.handedBy = serial
                 slot.unfinished[serial] = []
-            } else if slot.handedBy != 0 && slot.handedBy <= serial {
-                // This change wrote nothing to hand on (or failed before queueing): what an earlier one
-                // handed may be stale, so the next change reads the store.
-                slot.latest = nil
-                slot.handedBy = 0
             }
             if slot.waiting.isEmpty {
                 slot.busy = false

@@ -129,10 +129,20 @@ struct HookHarness {
 
     var now: Int64 { Int64(clock.now.timeIntervalSince1970) }
 
-    /// An event committed as a change would commit it.
+    /// An event committed as a change would commit it: queued for delivery when the client has a hook for its type
+    /// (`queued` nil), or queued (true) or not (false) whatever the hooks, as when a hook came or went after.
     @discardableResult
-    func event(_ type: EventType, _ resourceId: String, clientId: String = "shop") async throws -> PaymentEvent {
-        let writes = try EventLog.writes(type, resourceId: resourceId, clientId: clientId, environment: environment)
+    func event(
+        _ type: EventType, _ resourceId: String, clientId: String = "shop", queued: Bool? = nil
+    ) async throws -> PaymentEvent {
+        let writes =
+            if let queued {
+                try EventLog.writes(
+                    clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
+                    random: environment.random, stamps: environment.eventStamps, queued: queued)
+            } else {
+                try await EventLog.writes(type, resourceId: resourceId, clientId: clientId, environment: environment)
+            }
         try await store.commit(writes)
         clock.advance(by: 0.001)
         return try RecordCoding.decode(
@@ -298,6 +308,26 @@ struct HookHarness {
         #expect(try await h.outbox().count == 6)
     }
 
+    @Test func onlyEventsOfATypeWithAHookAreQueued() async throws {
+        let h = HookHarness()
+        try await h.event(.payInNormalSucceeded, "payin_before")
+        #expect(try await h.outbox().isEmpty)
+        _ = try await h.hooks.create(
+            clientId: "shop", url: "https://receiver.example/hook", eventType: "PAYIN_NORMAL_SUCCEEDED", status: nil,
+            tag: nil)
+        try await h.event(.payInNormalSucceeded, "payin_after")
+        try await h.event(.payInNormalFailed, "payin_other_type")
+        try await h.event(.payInNormalSucceeded, "payin_other_client", clientId: "other")
+        #expect(try await h.outbox().map(\.resourceId) == ["payin_after"])
+        let report = try await h.engine.round()
+        #expect(report.delivered == 1 && report.dropped == 0)
+        #expect(h.transport.calls.map { $0.query.contains("payin_after") } == [true])
+        // Every event is listed all the same.
+        let page = try await h.hooks.events(
+            clientId: "shop", type: nil, afterDate: nil, beforeDate: nil, page: 1, perPage: 10, order: .newestFirst)
+        #expect(page.items.count == 3)
+    }
+
     @Test func eventsWithoutAnEnabledHookLeaveTheOutboxUndelivered() async throws {
         let h = HookHarness()
         let created = try await h.hooks.create(
@@ -305,7 +335,7 @@ struct HookHarness {
             status: "DISABLED", tag: nil)
         #expect(created.hook.status == .disabled)
         try await h.event(.payInNormalSucceeded, "payin_1")
-        try await h.event(.userNaturalCreated, "user_1")
+        try await h.event(.userNaturalCreated, "user_1", queued: true)  // its hook was removed since
         #expect(try await h.engine.round().dropped == 2)
         let left = try await h.outbox()
         #expect(h.transport.calls.isEmpty && left.isEmpty)
@@ -318,8 +348,8 @@ struct HookHarness {
     @Test func eventsWithoutAnEnabledHookLeaveInOneCommitPerPage() async throws {
         let store = OutboxCommitCountingStore()
         let h = HookHarness(batchSize: 4, store: store)
-        for index in 0..<6 { try await h.event(.payInNormalSucceeded, "payin_\(index)") }
-        try await h.event(.userNaturalCreated, "user_1")
+        for index in 0..<6 { try await h.event(.payInNormalSucceeded, "payin_\(index)", queued: true) }
+        try await h.event(.userNaturalCreated, "user_1", queued: true)
         let report = try await h.engine.round()
         #expect(report.dropped == 7 && report.delivered == 0)
         #expect(store.outboxDeleteCommits == [4, 3])
@@ -332,9 +362,9 @@ struct HookHarness {
         _ = try await h.hooks.create(
             clientId: "shop", url: "https://receiver.example/hook", eventType: "PAYIN_NORMAL_SUCCEEDED", status: nil,
             tag: nil)
-        try await h.event(.payInNormalCreated, "payin_1")
+        try await h.event(.payInNormalCreated, "payin_1", queued: true)
         try await h.event(.payInNormalSucceeded, "payin_1")
-        try await h.event(.payInNormalCreated, "payin_2")
+        try await h.event(.payInNormalCreated, "payin_2", queued: true)
         h.transport.answer([.failed(reason: "timeout")])
         let report = try await h.engine.round()
         #expect(report.dropped == 2 && report.failed == 1)
