@@ -8,11 +8,10 @@ public import VaultCore
 /// wrote it, with its new version, to the next change in line (``Turn/hand(_:)``), whose conditional write
 /// then lands in the same or the next group commit. So the changes of one record share group commits like
 /// those of different records, rather than waiting for one sync each. A change that fails before its commit is
-/// queued (another record of its batch conflicted) hands nothing, and the next change gets what the change before
-/// it handed on. The optimistic check stays underneath: when a change fails after handing on (its group commit
-/// failed), the next change's condition fails too, and it waits for that change to be done and reads the record
-/// again. Changes that do not take turns (other code
-/// paths) are still safe; they only conflict more often.
+/// queued hands nothing, and the next change gets what the change before it handed on. The optimistic check stays
+/// underneath: when a change fails after handing on (a condition of its batch failed in the group commit, or the
+/// commit failed), the next change's condition fails too, and it waits for that change to be done and reads the
+/// record again. Changes that do not take turns (other code paths) are still safe; they only conflict more often.
 ///
 /// Its members are inlinable, and public (this toolchain does not specialize `@inlinable package` code across
 /// modules), so that the module using it (Payments, for wallets) specializes them for its record type:
@@ -159,10 +158,9 @@ public final class HotRecordQueue<Value: Sendable>: Sendable {
     @inlinable func release(_ key: String, serial: UInt64, latest: Stored<Value>?) {
         let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
             guard var slot = state.slots[key] else { return nil }
-            // A change that hands nothing on queued no write of the record (it failed before queueing, or its
-            // batch was refused): what an earlier change handed on is still the record as the store will hold it,
-            // so the next change gets that. (Reading the store instead would find the record without the
-            // earlier change's write, which is not durable yet, and conflict; so would every change behind it.)
+            // A change that hands nothing on queued no write (it failed before its commit was queued): what an
+            // earlier change handed on is still the record as the store will hold it, so the next change gets
+            // that. (A read of the store would miss that earlier write, not durable yet, and conflict.)
             if let latest {
                 slot.latest = latest
                 slot.handedBy = serial

@@ -91,10 +91,8 @@ import VaultStore
         second.finish(failed: false)
     }
 
-    /// A change that hands nothing on (its batch was refused before it was queued, say for a card another pay-in
-    /// marked) leaves what the change before it handed on to the next one: the store does not hold that write yet,
-    /// so a read would be stale and conflict. (Forgetting it made 200 concurrent pay-ins into one wallet on the
-    /// file store cascade into thousands of wallet conflicts and fail some, in about one run of six.)
+    /// A change that hands nothing on (it failed before its commit was queued) leaves what the change before it
+    /// handed on to the next one: the store does not hold that write yet, so a read would be stale and conflict.
     @Test func aChangeThatHandsNothingLeavesTheEarlierHandOffToTheNext() async throws {
         let queue = HotRecordQueue<Int>()
         let first = await queue.take("w")
