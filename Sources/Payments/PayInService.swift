@@ -544,7 +544,7 @@ public struct PayInService: Sendable {
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
     /// `previousVersion`), the wallet credit, the risk history and `extra` writes; then the card's validity
     /// (``markCard(clientId:cardId:valid:)``).
-    /// Retries wallet and card updates on concurrent changes; a conflict on the transaction itself is thrown.
+    /// Retries the wallet credit on concurrent changes; a conflict on the transaction itself is thrown.
     /// - Returns: the transaction as written.
     /// - Parameter keys: the transaction's risk dimensions when the caller has them (its creation computed them);
     ///   nil: derived from `payIn` (only needed when the step makes it final).
@@ -572,8 +572,8 @@ public struct PayInService: Sendable {
                         payIn.ipAddress, clientId: payIn.clientId, environment: environment),
                     deviceId: payIn.deviceId)
         // Credits of one wallet take turns (see ``HotRecordQueue``): a wallet that many pay-ins credit at once
-        // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet or
-        // the card reads them again (the helper's retry, which takes a new turn); one on the transaction itself
+        // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet
+        // reads it again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
         let eventWrites = try await Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
         let walletKey =
