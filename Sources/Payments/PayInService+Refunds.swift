@@ -104,11 +104,9 @@ extension PayInService {
                     value: [], condition: .unconditional),
             ]
             writes += TransactionIndex.writes(for: refund, ownerId: wallet.ownerId)
-            for type in [EventType.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed]
-            {
-                writes += try await EventLog.writes(
-                    type, resourceId: refund.id, clientId: clientId, environment: environment)
-            }
+            writes += try await EventLog.writes(
+                [.payInRefundCreated, result == .success ? .payInRefundSucceeded : .payInRefundFailed],
+                resourceId: refund.id, clientId: clientId, environment: environment)
             if result == .success {
                 var refundedPayIn = payIn
                 refundedPayIn.refunded = try Self.checked(
