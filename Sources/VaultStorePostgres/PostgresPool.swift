@@ -13,7 +13,7 @@ struct PostgresStatement: Sendable, Hashable {
 /// Async callers queue a job and wait; a connection's thread takes what is queued at once (up to
 /// ``maximumTake`` reads, or up to ``maximumCommitsPerTransaction`` commits: never both, so a read does
 /// not wait for a WAL flush) and sends it in libpq's pipeline mode, one round trip for all of it:
-/// each read with its own sync point, and the commits together in one transaction when there are
+/// the record reads together in one statement (``getManyStatement``), any other read with its own sync point, and the commits together in one transaction when there are
 /// several (one WAL flush for the lot; each ``cardvault_commit`` call undoes only its own batch on a
 /// conflict). Libpq blocks its thread, never the cooperative pool.
 ///
@@ -461,12 +461,56 @@ final class PostgresPool: Sendable {
         try workTogether(reads: [], commits: commits, on: connection)
     }
 
-    /// Sends reads (each on its own) and commits (one statement each, in one explicit transaction) in one round trip.
+    /// The record reads of a take (``PostgresRecordStore/getStatement``) as one statement: the ids' arrays joined
+    /// with the records (nested loops over the primary key, as every statement of the pool), each row tagged with
+    /// its read's position. One executor start and one implicit transaction for the take's reads instead of one each.
+    static let getManyStatement = PostgresStatement(
+        name: "cv_get_many",
+        sql: """
+            SELECT u.ordinal, r.version, r.key_version, r.value
+            FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(collection, id, ordinal)
+            JOIN cardvault_records r ON r.collection = u.collection AND r.id = u.id
+            """)
+
+    /// The reads of `reads` that ``getManyStatement`` can do together, with its parameters; nil for fewer than two.
+    static func mergedGets(_ reads: [Job]) -> (jobs: [Int], parameters: [PostgresValue])? {
+        var jobs: [Int] = []
+        var collections: [String] = []
+        var ids: [String] = []
+        for (index, job) in reads.enumerated() where job.statement == PostgresRecordStore.getStatement {
+            guard job.parameters.count == 2, case .text(let collection) = job.parameters[0],
+                case .text(let id) = job.parameters[1]
+            else { continue }
+            jobs.append(index)
+            collections.append(collection)
+            ids.append(id)
+        }
+        guard jobs.count >= 2 else { return nil }
+        return (jobs, [.textArray(collections), .textArray(ids)])
+    }
+
+    /// The rows of each read merged by ``mergedGets(_:)``, in the single read's columns (version, key version,
+    /// value), from the merged statement's rows (ordinal first, from 1).
+    static func splitGets(_ rows: PostgresRows, count: Int) -> [PostgresRows] {
+        var split = [PostgresRows](repeating: PostgresRows(rows: [], affected: 0), count: count)
+        for row in rows.rows.indices {
+            guard let ordinal = rows.int64(row, 0), ordinal >= 1, ordinal <= count else { continue }
+            split[Int(ordinal) - 1].rows.append(Array(rows.rows[row].dropFirst()))
+        }
+        return split
+    }
+
+    /// Sends reads (record reads together in one statement, others each on its own) and commits (one statement
+    /// each, in one explicit transaction) in one round trip.
     private func workTogether(reads: [Job], commits: [Job], on connection: PostgresConnection) throws {
         let pending = reads + commits
+        let gets = Self.mergedGets(reads)
+        let merged = Set(gets?.jobs ?? [])
+        let singles = reads.indices.filter { !merged.contains($0) }
         var steps: [PostgresConnection.PipelineStep] = []
         do {
             for job in pending { try connection.prepare(job.statement.name, job.statement.sql) }
+            if gets != nil { try connection.prepare(Self.getManyStatement.name, Self.getManyStatement.sql) }
             if !commits.isEmpty {
                 for statement in [Self.begin, Self.keyLockShared, Self.commitTransaction] {
                     try connection.prepare(statement.name, statement.sql)
@@ -478,8 +522,12 @@ final class PostgresPool: Sendable {
             for job in pending { job.waiter.resume(throwing: Self.storeError(error)) }
             return
         }
-        for job in reads {
-            steps.append(.init(statement: job.statement.name, parameters: job.parameters, syncAfter: true))
+        for index in singles {
+            steps.append(
+                .init(statement: reads[index].statement.name, parameters: reads[index].parameters, syncAfter: true))
+        }
+        if let gets {
+            steps.append(.init(statement: Self.getManyStatement.name, parameters: gets.parameters, syncAfter: true))
         }
         if !commits.isEmpty {
             // One transaction: the key lock taken shared once (a rotation or retirement waits for it), then the
@@ -498,14 +546,25 @@ final class PostgresPool: Sendable {
             // Unknown outcome: reads go again; commits are checked before they go again.
             throw BrokenConnection(unanswered: reads + commits.map(Self.markInDoubt))
         }
-        for (job, outcome) in zip(reads, outcomes) {
+        for (index, outcome) in zip(singles, outcomes) {
             switch outcome {
-            case .success(let rows): job.waiter.resume(returning: rows)
-            case .failure(let error): job.waiter.resume(throwing: Self.storeError(error))
+            case .success(let rows): reads[index].waiter.resume(returning: rows)
+            case .failure(let error): reads[index].waiter.resume(throwing: Self.storeError(error))
+            }
+        }
+        let readSteps = singles.count + (gets == nil ? 0 : 1)
+        if let gets {
+            switch outcomes[singles.count] {
+            case .success(let rows):
+                for (index, rows) in zip(gets.jobs, Self.splitGets(rows, count: gets.jobs.count)) {
+                    reads[index].waiter.resume(returning: rows)
+                }
+            case .failure(let error):
+                for index in gets.jobs { reads[index].waiter.resume(throwing: Self.storeError(error)) }
             }
         }
         guard !commits.isEmpty else { return }
-        let transaction = Array(outcomes.dropFirst(reads.count))
+        let transaction = Array(outcomes.dropFirst(readSteps))
         let calls = Array(transaction.dropFirst(2).dropLast())
         // BEGIN, the lock, the calls, COMMIT: all applied only when COMMIT succeeded.
         if case .success = transaction.last! {

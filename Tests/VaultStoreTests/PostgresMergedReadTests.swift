@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import VaultCore
+import VaultStore
+
+@testable import VaultStorePostgres
+
+/// Record reads taken together by a pool connection go as one statement (`cv_get_many`): each read still gets
+/// its own record, nothing for an absent one, and the same record for two reads of one id.
+@Suite struct PostgresMergedReadTests {
+    @Test func readsTakenTogetherEachGetTheirOwnRecord() async throws {
+        let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
+        let store = sandbox.store.store
+        for index in 0..<48 {
+            try await store.put(
+                index % 2 == 0 ? "regs" : "cards", id: "r\(index)", value: [UInt8(index)], condition: .absent)
+        }
+        try await store.put("regs", id: "r0", value: [200], condition: .version(1))
+        let reads = 128
+        for _ in 0..<3 {
+            // The pool's one connection is held until every read is queued, so its next takes hold 64 reads each.
+            let pool = store.pool
+            let holding = Locked(false)
+            let hold = Task {
+                try await pool.session { _ in
+                    holding.withLock { $0 = true }
+                    let deadline = Date().addingTimeInterval(10)
+                    while pool.queuedCount < reads, Date() < deadline { usleep(1000) }
+                    return PostgresRows(rows: [], affected: 0)
+                }
+            }
+            while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+            let found = try await withThrowingTaskGroup(of: (Int, Record?).self) { group in
+                // Ids 0..<48 are present in the collection they were written to, 48..<64 absent; reads 64..<128
+                // ask for the same ids in the other collection, where none is present.
+                for index in 0..<reads {
+                    group.addTask {
+                        let id = index % 64
+                        let collection = (id % 2 == 0) == (index < 64) ? "regs" : "cards"
+                        return (index, try await store.get(collection, id: "r\(id)"))
+                    }
+                }
+                return try await group.reduce(into: [Int: Record?]()) { $0[$1.0] = $1.1 }
+            }
+            _ = try await hold.value
+            for index in 0..<reads {
+                let id = index % 64
+                let record = found[index] ?? nil
+                if index < 48 {
+                    #expect(record?.id == "r\(id)" && record?.collection == (id % 2 == 0 ? "regs" : "cards"))
+                    #expect(record?.value == (id == 0 ? [200] : [UInt8(id)]) && record?.version == (id == 0 ? 2 : 1))
+                } else {
+                    #expect(record == nil, "read \(index) found nothing")
+                }
+            }
+        }
+    }
+}
