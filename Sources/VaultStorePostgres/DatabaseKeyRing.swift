@@ -26,6 +26,10 @@ public final class DatabaseKeyRing: Sendable {
         var generation: Int64 = 0
         /// Seals this daemon reserved in the database and has not used yet, per version.
         var unused: [UInt32: UInt64] = [:]
+        /// A reservation of seals is under way (``reserveSeals(_:pool:logger:)``: one at a time).
+        var reserving = false
+        /// Callers waiting for that reservation (resumed with its error, if it failed).
+        var reservationWaiters: [UnsafeContinuation<(any Error)?, Never>] = []
     }
 
     let state: Locked<State>
@@ -208,14 +212,25 @@ public final class DatabaseKeyRing: Sendable {
     /// The key of `version`, or nil when unknown or retired.
     func key(version: UInt32) -> SymmetricKey? { state.withLock { $0.keys[version] } }
 
-    /// What ``reserveSeals(_:pool:)`` needs from the database, if anything.
+    /// What ``reserveSeals(_:pool:logger:)`` needs from the database, if anything.
     private enum Need {
-        case granted(version: UInt32, key: SymmetricKey)
-        case reserve(version: UInt32, rotate: AutomaticRotationReason?)
+        /// Granted from this daemon's share; `refill`: the share fell under a quarter block and this caller starts
+        /// the next block's reservation in the background.
+        case granted(version: UInt32, key: SymmetricKey, refill: Bool)
+        /// The share is used up: this caller reserves the next block (the others wait for it).
+        case reserve(version: UInt32)
+        /// Another caller's reservation is under way.
+        case wait
+        case rotate(version: UInt32, reason: AutomaticRotationReason)
     }
 
     /// Grants `count` seals under the current version, reserving a block in the database when this
     /// daemon's share is used up, and replacing the version when it reaches its seal or age limit.
+    ///
+    /// One reservation at a time per daemon: callers that find the share used up while one is under way wait for
+    /// it instead of each reserving a block (each an `UPDATE` of the version's row and a WAL flush, taken in turn
+    /// on that row). And the next block is reserved ahead, in the background, once the share falls under a quarter
+    /// of a block, so that a busy daemon's writes seldom wait for one at all.
     func reserveSeals(
         _ count: Int, pool: PostgresPool, logger: Logger
     ) async throws -> (version: UInt32, key: SymmetricKey) {
@@ -224,58 +239,107 @@ public final class DatabaseKeyRing: Sendable {
             throw KeyRingError(
                 .sealLimit, "\(wanted) seals at once exceed the limit of \(policy.maximumSeals) per data key")
         }
-        for _ in 0..<8 {
+        let block = max(min(policy.reservationBlock, policy.maximumSeals), wanted)
+        var attempts = 0
+        while attempts < 8 {
             let now = clock.now
             let need = state.withLock { state -> Need in
                 let version = state.current
                 let info = state.infos.first { $0.version == version }
                 if let age = policy.maximumAge, let info, now.timeIntervalSince(info.created) >= age {
-                    return .reserve(version: version, rotate: .age)
+                    return .rotate(version: version, reason: .age)
                 }
                 let unused = state.unused[version] ?? 0
                 if unused >= wanted, let key = state.keys[version] {
                     state.unused[version] = unused - wanted
-                    return .granted(version: version, key: key)
+                    let refill = !state.reserving && unused - wanted < block / 4
+                    if refill { state.reserving = true }
+                    return .granted(version: version, key: key, refill: refill)
                 }
-                return .reserve(version: version, rotate: nil)
+                if state.reserving { return .wait }
+                state.reserving = true
+                return .reserve(version: version)
             }
             switch need {
-            case .granted(let version, let key):
+            case .granted(let version, let key, let refill):
+                if refill {
+                    Task { [self] in
+                        do {
+                            _ = try await reserveBlock(block, version: version, pool: pool)
+                            finishReserving(failure: nil)
+                        } catch {
+                            finishReserving(failure: error)
+                        }
+                    }
+                }
                 return (version, key)
-            case .reserve(let version, let rotate):
-                let block = max(min(policy.reservationBlock, policy.maximumSeals), wanted)
-                if let rotate {
-                    try await self.rotate(pool: pool, expectedCurrent: version, reason: rotate, logger: logger)
-                    continue
+            case .wait:
+                // A failed reservation fails its waiters too (the database is down or refusing: they would fail
+                // the same way, one after another).
+                let failure = await withUnsafeContinuation { (waiter: UnsafeContinuation<(any Error)?, Never>) in
+                    let waiting = state.withLock { state -> Bool in
+                        guard state.reserving else { return false }
+                        state.reservationWaiters.append(waiter)
+                        return true
+                    }
+                    if !waiting { waiter.resume(returning: nil) }
                 }
-                let policy = policy
-                let rows = try await pool.session { connection in
-                    try connection.prepare(
-                        "cv_reserve",
-                        """
-                        UPDATE cardvault_data_keys SET seals = seals + $2
-                        WHERE version = $1 AND wrapped IS NOT NULL AND seals + $2 <= $3 RETURNING seals
-                        """)
-                    return try connection.run(
-                        "cv_reserve",
-                        [.int32(Int32(bitPattern: version)), .int64(Int64(block)), .int64(Int64(policy.maximumSeals))])
+                if let failure { throw failure }
+            case .rotate(let version, let reason):
+                attempts += 1
+                try await self.rotate(pool: pool, expectedCurrent: version, reason: reason, logger: logger)
+            case .reserve(let version):
+                attempts += 1
+                let reserved: Bool
+                do {
+                    reserved = try await reserveBlock(block, version: version, pool: pool)
+                    finishReserving(failure: nil)
+                } catch {
+                    finishReserving(failure: error)
+                    throw error
                 }
-                if rows.rows.isEmpty {
+                if !reserved {
                     // The version is full (or retired, or replaced): a new one takes over.
                     try await self.rotate(pool: pool, expectedCurrent: version, reason: .seals, logger: logger)
-                    continue
-                }
-                state.withLock { state in
-                    state.unused[version, default: 0] += block
-                    if let index = state.infos.firstIndex(where: { $0.version == version }),
-                        let seals = rows.int64(0, 0)
-                    {
-                        state.infos[index].seals = UInt64(max(0, seals))
-                    }
                 }
             }
         }
         throw StoreError(.unavailable, "cannot reserve seals under the current data key")
+    }
+
+    /// Reserves `block` seals of `version` in the database and adds them to this daemon's share; false when the
+    /// version cannot take them (full, retired or replaced).
+    private func reserveBlock(_ block: UInt64, version: UInt32, pool: PostgresPool) async throws -> Bool {
+        let policy = policy
+        let rows = try await pool.session { connection in
+            try connection.prepare(
+                "cv_reserve",
+                """
+                UPDATE cardvault_data_keys SET seals = seals + $2
+                WHERE version = $1 AND wrapped IS NOT NULL AND seals + $2 <= $3 RETURNING seals
+                """)
+            return try connection.run(
+                "cv_reserve",
+                [.int32(Int32(bitPattern: version)), .int64(Int64(block)), .int64(Int64(policy.maximumSeals))])
+        }
+        guard !rows.rows.isEmpty else { return false }
+        state.withLock { state in
+            state.unused[version, default: 0] += block
+            if let index = state.infos.firstIndex(where: { $0.version == version }), let seals = rows.int64(0, 0) {
+                state.infos[index].seals = UInt64(max(0, seals))
+            }
+        }
+        return true
+    }
+
+    /// Ends the reservation under way and wakes the callers waiting for it, with its error if it failed.
+    private func finishReserving(failure: (any Error)?) {
+        let waiters = state.withLock { state -> [UnsafeContinuation<(any Error)?, Never>] in
+            state.reserving = false
+            defer { state.reservationWaiters = [] }
+            return state.reservationWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: failure) }
     }
 
     /// Gives back the seals reserved and unused (on close), so the counts stay close to the seals made.
