@@ -98,8 +98,6 @@ public final class RecordSweeper: Sendable {
         var remaining: [String: Int] = [:]
         var expiredTotal: [String: Int] = [:]
         var rounds = 0
-        /// When each kind with a ``RecordLifetime/sweepInterval`` was last read whole (the round's time).
-        var lastSwept: [String: Int64] = [:]
         /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as
         /// read from or written to `sweeper-state`.
         var lastWholeRead: [String: Int64] = [:]
@@ -128,7 +126,8 @@ public final class RecordSweeper: Sendable {
     /// expiries, cheap) every `roundsInterval`.
     ///
     /// With several daemons on one store, the record expiries run only on the daemon that leads
-    /// `record-sweeper` (`leadership`); the others only count, so each one's `/metrics` stays current.
+    /// `record-sweeper` (`leadership`); the others take the counts it publishes (``adoptPublishedCounts()``), so
+    /// each one's `/metrics` stays current without counting the store again.
     public func services(
         interval: Duration, roundsInterval: Duration = .seconds(5), leadership: any Leadership = SoleLeadership(),
         logger: Logger
@@ -138,7 +137,7 @@ public final class RecordSweeper: Sendable {
                 sweeper: self,
                 periodic: PeriodicService(name: "record-sweeper", interval: interval, logger: logger) { [self] in
                     let led = try await leadership.runIfLeader("record-sweeper") { _ = try await self.sweepRecords() }
-                    if !led { _ = try await self.counts() }
+                    if !led { try await self.adoptPublishedCounts() }
                 }),
             PeriodicService(name: "expiry-rounds", interval: roundsInterval, logger: logger) { [self] in
                 try await self.runRounds()
@@ -166,8 +165,9 @@ public final class RecordSweeper: Sendable {
         for lifetime in lifetimes {
             guard let expire = lifetime.expire else { continue }
             if let interval = lifetime.sweepInterval {
-                let last = state.withLock { $0.lastSwept[lifetime.collection] }
-                // Not yet due (a clock set back makes it due at once).
+                // Not yet due (a clock set back makes it due at once). Read from the store each round, so that a
+                // restart, or another daemon taking the lead, does not read the kind whole again before its time.
+                let last = try await timeMark(Self.sweptMarkId(lifetime))
                 if let last, last <= now, now < last + interval { continue }
             }
             var ended = 0
@@ -186,9 +186,10 @@ public final class RecordSweeper: Sendable {
                 ended = try await sweepWhole(lifetime, expire: expire, now: now, report: &report)
             }
             if ended > 0 { report.expired[lifetime.collection] = ended }
-            if lifetime.sweepInterval != nil { state.withLock { $0.lastSwept[lifetime.collection] = now } }
+            if lifetime.sweepInterval != nil { try await markTime(Self.sweptMarkId(lifetime), now) }
         }
         report.remaining = try await counts()
+        try await publishCounts(report.remaining, at: now)
         let expired = report.expired
         let remaining = report.remaining
         state.withLock { state in
@@ -364,18 +365,58 @@ public final class RecordSweeper: Sendable {
     /// `sweeper-state` record holds, in decimal; nil when never (or unreadable). Read once, then remembered.
     private func lastWholeRead(_ lifetime: RecordLifetime) async throws -> Int64? {
         if let known = state.withLock({ $0.lastWholeRead[lifetime.collection] }) { return known }
-        guard let record = try await store.get(Collections.sweeperState, id: lifetime.collection),
-            let seconds = Int64(String(decoding: record.value, as: UTF8.self))
-        else { return nil }
+        guard let seconds = try await timeMark(lifetime.collection) else { return nil }
         state.withLock { $0.lastWholeRead[lifetime.collection] = seconds }
         return seconds
     }
 
     private func markWholeRead(_ lifetime: RecordLifetime, at now: Int64) async throws {
-        try await store.put(
-            Collections.sweeperState, id: lifetime.collection, value: Array(String(now).utf8),
-            condition: .unconditional)
+        try await markTime(lifetime.collection, now)
         state.withLock { $0.lastWholeRead[lifetime.collection] = now }
+    }
+
+    /// The `sweeper-state` id of when a kind with a ``RecordLifetime/sweepInterval`` was last read whole.
+    static func sweptMarkId(_ lifetime: RecordLifetime) -> String { "swept:" + lifetime.collection }
+
+    /// The `sweeper-state` id of the counts the last round published.
+    static let countsId = "counts"
+
+    /// The Unix seconds a `sweeper-state` record holds, in decimal; nil when absent (or unreadable).
+    private func timeMark(_ id: String) async throws -> Int64? {
+        guard let record = try await store.get(Collections.sweeperState, id: id) else { return nil }
+        return Int64(String(decoding: record.value, as: UTF8.self))
+    }
+
+    private func markTime(_ id: String, _ seconds: Int64) async throws {
+        try await store.put(
+            Collections.sweeperState, id: id, value: Array(String(seconds).utf8), condition: .unconditional)
+    }
+
+    /// The counts a round published: when, and each kind's.
+    private struct PublishedCounts: Codable {
+        var at: Int64
+        var counts: [String: Int]
+    }
+
+    /// Publishes a round's counts in `sweeper-state`, for the daemons that do not lead the sweep.
+    private func publishCounts(_ counts: [String: Int], at now: Int64) async throws {
+        let value = try JSONEncoder().encode(PublishedCounts(at: now, counts: counts))
+        try await store.put(Collections.sweeperState, id: Self.countsId, value: Array(value), condition: .unconditional)
+    }
+
+    /// Takes the counts the leading daemon's last round published (one read) for `/metrics`; counts the store
+    /// itself only when none were published yet (or they cannot be read). With several daemons on one database,
+    /// only the leader then walks the collections each round.
+    public func adoptPublishedCounts() async throws {
+        if let record = try await store.get(Collections.sweeperState, id: Self.countsId),
+            let published = try? JSONDecoder().decode(PublishedCounts.self, from: Data(record.value))
+        {
+            let kinds = Set(lifetimes.map(\.collection))
+            let counts = published.counts.filter { kinds.contains($0.key) }
+            state.withLock { $0.remaining = counts }
+            return
+        }
+        _ = try await counts()
     }
 
     /// Records as complete (read whole now) the deadline index of every indexed kind that has no record yet (a new
@@ -399,7 +440,8 @@ public final class RecordSweeper: Sendable {
     /// The lifetime of the sweeper's own records.
     public static let stateLifetime = RecordLifetime(
         kept: Collections.sweeperState,
-        "one record per kind found through a deadline index: when it was last read whole")
+        "one record per kind found through a deadline index or swept at most hourly (`swept:<kind>`): when it was last "
+            + "read whole; and the last round's counts (`counts`), which the daemons that do not lead the sweep show")
 
     /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
     @discardableResult

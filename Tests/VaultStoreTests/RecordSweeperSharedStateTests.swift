@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import VaultCore
+
+@testable import VaultStore
+
+/// What the sweeper keeps in the store for the next round of any daemon: when each kind read at most hourly was
+/// read, and the counts of the last round.
+@Suite struct RecordSweeperSharedStateTests {
+    /// Counts the reads and counts each collection gets (the other calls go to the store as they are).
+    final class CountingStore: RecordStore {
+        let store = InMemoryRecordStore()
+        let scans = Locked<[String: Int]>([:])
+        let counts = Locked<[String: Int]>([:])
+
+        func get(_ collection: String, id: String) async throws -> Record? { try await store.get(collection, id: id) }
+        func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await store.commit(writes) }
+        func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+            scans.withLock { $0[collection, default: 0] += 1 }
+            return try await store.scan(collection, prefix: prefix, after: after, limit: limit)
+        }
+        func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
+            counts.withLock { $0[collection, default: 0] += 1 }
+            return try await store.count(collection, prefix: prefix, after: after, limit: limit)
+        }
+    }
+
+    static let ends: @Sendable (Record) -> Int64? = { Int64(String(decoding: $0.value, as: UTF8.self)) }
+    static let lifetimes = [
+        RecordLifetime.deleted("events", "until its end", at: ends).sweptEvery(3600),
+        RecordLifetime.deleted("tokens", "until its end", at: ends),
+        RecordLifetime(kept: "cards", "always"),
+    ]
+
+    /// A sweeper that starts after another read a kind (a restart, or another daemon taking the lead) reads it
+    /// only when its hour since that read is over.
+    @Test func aKindReadAtMostHourlyIsNotReadAgainByANewSweeperBeforeItsHour() async throws {
+        let store = CountingStore()
+        let clock = ManualClock()
+        let start = Int64(clock.now.timeIntervalSince1970)
+        try await store.put("events", id: "e1", value: Array(String(start + 600).utf8))
+        let first = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        _ = try await first.sweepRecords()
+        #expect(store.scans.withLock { $0["events"] } == 1)
+        clock.advance(by: 1200)  // e1 is over now
+        let second = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        #expect(try await second.sweepRecords().expired == [:])
+        #expect(store.scans.withLock { $0["events"] } == 1, "not read again within the hour")
+        #expect(try await store.get("events", id: "e1") != nil)
+        clock.advance(by: 2400)
+        let third = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        #expect(try await third.sweepRecords().expired == ["events": 1])
+        #expect(store.scans.withLock { $0["events"] } == 2)
+        // A clock set back makes the kind due at once.
+        clock.advance(by: -7200)
+        #expect(try await third.sweepRecords().expired == [:])
+        #expect(store.scans.withLock { $0["events"] } == 3)
+    }
+
+    /// A daemon that does not lead the sweep shows the counts the leader's last round published, without counting
+    /// the store; before any round was published, it counts for itself.
+    @Test func aDaemonThatDoesNotLeadTakesTheLeadersCounts() async throws {
+        let store = CountingStore()
+        let clock = ManualClock()
+        for number in 0..<5 { try await store.put("cards", id: "c\(number)", value: [1]) }
+        try await store.put("tokens", id: "t1", value: Array(String(Int64.max).utf8))
+        let follower = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        try await follower.adoptPublishedCounts()
+        #expect(store.counts.withLock { $0["cards"] } == 1, "nothing published yet: counted")
+        #expect(follower.metricsText().contains("cardvault_records{kind=\"cards\"} 5\n"))
+
+        let leader = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        for number in 5..<9 { try await store.put("cards", id: "c\(number)", value: [1]) }
+        #expect(try await leader.sweepRecords().remaining == ["cards": 9, "tokens": 1, "events": 0])
+        let countedBefore = store.counts.withLock { $0 }
+        try await follower.adoptPublishedCounts()
+        #expect(store.counts.withLock { $0 } == countedBefore, "the follower counted nothing")
+        let text = follower.metricsText()
+        #expect(text.contains("cardvault_records{kind=\"cards\"} 9\n"))
+        #expect(text.contains("cardvault_records{kind=\"tokens\"} 1\n"))
+        #expect(text.contains("cardvault_records{kind=\"events\"} 0\n"))
+    }
+
+    /// As a service: the daemon that leads sweeps and publishes; one that does not adopts the counts each round.
+    @Test func theServicesOfAFollowerAdoptTheCountsEachRound() async throws {
+        struct Never: Leadership {
+            func runIfLeader(_ job: String, _ round: @Sendable () async throws -> Void) async throws -> Bool { false }
+        }
+        // The leader works on the store directly; only the follower's calls are counted.
+        let store = CountingStore()
+        let clock = ManualClock()
+        try await store.store.put("cards", id: "c1", value: [1])
+        let leader = RecordSweeper(store: store.store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        _ = try await leader.sweepRecords()
+        let follower = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        let services = follower.services(interval: .milliseconds(20), leadership: Never(), logger: .disabled)
+        let group = Task {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                for service in services { tasks.addTask { try await service.run() } }
+                try await tasks.waitForAll()
+            }
+        }
+        defer { group.cancel() }
+        func shows(_ cards: Int) async throws -> Bool {
+            for _ in 0..<300 {
+                if follower.metricsText().contains("cardvault_records{kind=\"cards\"} \(cards)\n") { return true }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+        #expect(try await shows(1))
+        // The service counted once as it started (or adopted); from now on its rounds only read what is published.
+        let countedAtStart = store.counts.withLock { $0 }
+        try await store.store.put("cards", id: "c2", value: [1])
+        _ = try await leader.sweepRecords()
+        #expect(try await shows(2))
+        #expect(store.counts.withLock { $0 } == countedAtStart, "the follower counted nothing")
+        #expect(store.scans.withLock { $0.isEmpty }, "the follower swept nothing")
+    }
+}
