@@ -137,7 +137,12 @@ public final class RecordSweeper: Sendable {
                 sweeper: self,
                 periodic: PeriodicService(name: "record-sweeper", interval: interval, logger: logger) { [self] in
                     let led = try await leadership.runIfLeader("record-sweeper") { _ = try await self.sweepRecords() }
-                    if !led { try await self.adoptPublishedCounts() }
+                    if !led {
+                        // Counts older than three rounds come from a leader that stopped publishing (a daemon of an
+                        // older build leads during a rolling upgrade, or none does): counted here instead.
+                        let seconds = interval.components.seconds
+                        try await self.adoptPublishedCounts(maximumAge: max(120, 3 * seconds))
+                    }
                 }),
             PeriodicService(name: "expiry-rounds", interval: roundsInterval, logger: logger) { [self] in
                 try await self.runRounds()
@@ -189,7 +194,12 @@ public final class RecordSweeper: Sendable {
             if lifetime.sweepInterval != nil { try await markTime(Self.sweptMarkId(lifetime), now) }
         }
         report.remaining = try await counts()
-        try await publishCounts(report.remaining, at: now)
+        do {
+            try await publishCounts(report.remaining, at: now)
+        } catch {
+            // The round's work is done; the daemons that do not lead count for themselves until counts come again.
+            logger.warning("sweep counts not published", ["error": .string(String(describing: type(of: error)))])
+        }
         let expired = report.expired
         let remaining = report.remaining
         state.withLock { state in
@@ -405,11 +415,13 @@ public final class RecordSweeper: Sendable {
     }
 
     /// Takes the counts the leading daemon's last round published (one read) for `/metrics`; counts the store
-    /// itself only when none were published yet (or they cannot be read). With several daemons on one database,
-    /// only the leader then walks the collections each round.
-    public func adoptPublishedCounts() async throws {
+    /// itself only when none were published in the last `maximumAge` seconds (or they cannot be read). With several
+    /// daemons on one database, only the leader then walks the collections each round.
+    public func adoptPublishedCounts(maximumAge: Int64 = 600) async throws {
+        let now = Int64(clock.now.timeIntervalSince1970.rounded(.down))
         if let record = try await store.get(Collections.sweeperState, id: Self.countsId),
-            let published = try? JSONDecoder().decode(PublishedCounts.self, from: Data(record.value))
+            let published = try? JSONDecoder().decode(PublishedCounts.self, from: Data(record.value)),
+            published.at <= now, now - published.at <= maximumAge
         {
             let kinds = Set(lifetimes.map(\.collection))
             let counts = published.counts.filter { kinds.contains($0.key) }

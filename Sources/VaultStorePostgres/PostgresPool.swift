@@ -13,9 +13,10 @@ struct PostgresStatement: Sendable, Hashable {
 /// Async callers queue a job and wait; a connection's thread takes what is queued at once (up to
 /// ``maximumTake`` reads, or up to ``maximumCommitsPerTransaction`` commits: never both, so a read does
 /// not wait for a WAL flush) and sends it in libpq's pipeline mode, one round trip for all of it:
-/// the record reads together in one statement (``getManyStatement``), any other read with its own sync point, and the commits together in one transaction when there are
-/// several (one WAL flush for the lot; each ``cardvault_commit`` call undoes only its own batch on a
-/// conflict). Libpq blocks its thread, never the cooperative pool.
+/// the record reads together in one statement (``getManyStatement``), any other read with its own sync
+/// point, and the commits together in one transaction when there are several (one WAL flush for the lot;
+/// each ``cardvault_commit`` call undoes only its own batch on a conflict). Libpq blocks its thread,
+/// never the cooperative pool.
 ///
 /// A broken connection is replaced (the multi-host URI and `target_session_attrs=read-write` find
 /// the new primary after a failover). Its reads are sent again; its commits are resolved first

@@ -79,6 +79,12 @@ import VaultCore
         #expect(text.contains("cardvault_records{kind=\"cards\"} 9\n"))
         #expect(text.contains("cardvault_records{kind=\"tokens\"} 1\n"))
         #expect(text.contains("cardvault_records{kind=\"events\"} 0\n"))
+        // Counts older than the age allowed (the leader stopped publishing) are not taken: counted again.
+        clock.advance(by: 601)
+        try await store.put("cards", id: "c9", value: [1])
+        try await follower.adoptPublishedCounts(maximumAge: 600)
+        #expect(store.counts.withLock { $0["cards"] } == (countedBefore["cards"] ?? 0) + 1)
+        #expect(follower.metricsText().contains("cardvault_records{kind=\"cards\"} 10\n"))
     }
 
     /// As a service: the daemon that leads sweeps and publishes; one that does not adopts the counts each round.
