@@ -668,8 +668,9 @@ public struct PayInService: Sendable {
     /// conflicts that exhausted some pay-ins' retries). Best effort: a card left UNKNOWN (a crash between the two
     /// commits, a store that cannot write now) gets its validity from its next transaction.
     func markCard(clientId: String, cardId: String, valid: Bool) async {
-        for _ in 0..<3 {
-            do {
+        do {
+            // A conflict: another transaction of the card marked it, or it changed; read it again.
+            try await retryingOnConflict(attempts: 3, fallback: ()) {
                 guard let found = try await cards.read(clientId: clientId, id: cardId), found.value.validity == .unknown
                 else { return }
                 var marked = found.value
@@ -679,18 +680,14 @@ public struct PayInService: Sendable {
                         collection: Collections.cards, id: Identifier.scoped(clientId, cardId),
                         value: try RecordCoding.encode(marked), condition: .version(found.version))
                 ])
-                return
-            } catch let error as StoreError where error.code == .conflict {
-                continue  // another transaction of the card marked it, or it changed: read it again
-            } catch {
-                environment.logger.warning(
-                    "card validity not recorded",
-                    [
-                        "clientId": .string(clientId), "cardId": .string(cardId),
-                        "error": .string(String(describing: type(of: error))),
-                    ])
-                return
             }
+        } catch {
+            environment.logger.warning(
+                "card validity not recorded",
+                [
+                    "clientId": .string(clientId), "cardId": .string(cardId),
+                    "error": .string(String(describing: type(of: error))),
+                ])
         }
     }
 }
