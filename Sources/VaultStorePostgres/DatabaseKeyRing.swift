@@ -425,8 +425,16 @@ public final class DatabaseKeyRing: Sendable {
     }
 
     /// Drops the key material of `version` from the database, refused for the current version and while any
-    /// record is sealed under it (checked under the exclusive key lock, so no write under it is in flight).
+    /// record is sealed under it.
+    ///
+    /// The records are counted before the exclusive key lock is taken, not under it: the count reads the table
+    /// whole (no index on `key_version` since schema version 3), and every write waits for that lock. Counting
+    /// first is as safe. A write commits under the current version only (checked in its own statement, under the
+    /// key lock shared), a rotation waits for the writes in flight, and a version that is no longer current never
+    /// becomes current again (new versions are numbered above every existing one). Once `version` is seen not
+    /// current, the records sealed under it can only become fewer, so none is written under it after a count of 0.
     func retire(version: UInt32, pool: PostgresPool) async throws {
+        try await Self.checkRetirable(version: version, pool: pool)
         _ = try await pool.session { connection in
             try connection.execute("BEGIN")
             do {
@@ -441,14 +449,6 @@ public final class DatabaseKeyRing: Sendable {
                 guard current != version else {
                     throw KeyRingError(.versionInUse, "data key version \(version) is the current one; rotate first")
                 }
-                let used = try connection.execute(
-                    "SELECT count(*) FROM cardvault_records WHERE key_version = \(version)")
-                let inUse = used.text(0, 0).flatMap { Int($0) } ?? 0
-                guard inUse == 0 else {
-                    throw KeyRingError(
-                        .versionInUse,
-                        "\(inUse) records still use data key version \(version); run `cardvault keys rewrap` first")
-                }
                 try connection.execute("UPDATE cardvault_data_keys SET wrapped = NULL WHERE version = \(version)")
                 try connection.execute("UPDATE cardvault_keyring SET generation = generation + 1")
                 try connection.execute("COMMIT")
@@ -459,6 +459,31 @@ public final class DatabaseKeyRing: Sendable {
             }
         }
         try await refresh(pool: pool)
+    }
+
+    /// Throws unless `version` exists, is not retired, is not the current version and seals no record.
+    private static func checkRetirable(version: UInt32, pool: PostgresPool) async throws {
+        _ = try await pool.session { connection in
+            let key = try connection.execute(
+                """
+                SELECT k.version = r.current_version FROM cardvault_data_keys k, cardvault_keyring r
+                WHERE k.version = \(version) AND k.wrapped IS NOT NULL
+                """)
+            guard let isCurrent = key.text(0, 0) else {
+                throw KeyRingError(.unknownVersion, "data key version \(version) does not exist or is retired")
+            }
+            guard isCurrent == "f" else {
+                throw KeyRingError(.versionInUse, "data key version \(version) is the current one; rotate first")
+            }
+            let used = try connection.execute("SELECT count(*) FROM cardvault_records WHERE key_version = \(version)")
+            let inUse = used.text(0, 0).flatMap { Int($0) } ?? 0
+            guard inUse == 0 else {
+                throw KeyRingError(
+                    .versionInUse,
+                    "\(inUse) records still use data key version \(version); run `cardvault keys rewrap` first")
+            }
+            return PostgresRows(rows: [], affected: 0)
+        }
     }
 
     /// Re-wraps every live data key and the fingerprint secret under a fresh master key, in one transaction,

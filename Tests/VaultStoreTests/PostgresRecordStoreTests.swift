@@ -88,6 +88,35 @@ import VaultStorePostgres
         }
     }
 
+    @Test func aVersion2DatabaseMigratesToOneIndexOnTheRecordsAndKeepsThem() async throws {
+        let sandbox = try PostgresSandbox()
+        try await sandbox.store.put("cards", id: "c1", value: [1])
+        let cluster = try #require(PostgresTestCluster.shared)
+        let name = schema(sandbox.url)
+        let indexes =
+            "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes"
+            + " WHERE schemaname = '\(name)' AND tablename = 'cardvault_records'"
+        let options =
+            "SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class"
+            + " WHERE oid = '\(name).cardvault_records'::regclass"
+        #expect(try cluster.psql(indexes).trimmingCharacters(in: .whitespacesAndNewlines) == "cardvault_records_pkey")
+        #expect(try cluster.psql(options).trimmingCharacters(in: .whitespacesAndNewlines) == "fillfactor=90")
+        // Back to what version 2 made, then forward again.
+        try cluster.psql(
+            """
+            CREATE INDEX cardvault_records_key_version ON \(name).cardvault_records (key_version);
+            ALTER TABLE \(name).cardvault_records RESET (fillfactor);
+            UPDATE \(name).cardvault_schema SET version = 2;
+            """)
+        let upgrade = try PostgresRecordStore.migrate(uri: sandbox.url)
+        #expect(upgrade.from == 2 && upgrade.to == 3)
+        #expect(try cluster.psql(indexes).trimmingCharacters(in: .whitespacesAndNewlines) == "cardvault_records_pkey")
+        #expect(try cluster.psql(options).trimmingCharacters(in: .whitespacesAndNewlines) == "fillfactor=90")
+        #expect(try await sandbox.store.get("cards", id: "c1")?.value == [1])
+        try await sandbox.store.put("cards", id: "c2", value: [2])
+        #expect(try await sandbox.store.get("cards", id: "c2")?.value == [2])
+    }
+
     @Test func aDaemonWithAnotherMasterKeyIsRefused() async throws {
         let sandbox = try PostgresSandbox()
         let other = try StoreSandbox()
@@ -162,7 +191,7 @@ import VaultStorePostgres
                 error.code == .schema && error.message.contains("version 1") && error.message.contains("db migrate"))
         }
         let upgrade = try PostgresRecordStore.migrate(uri: url)
-        #expect(upgrade.from == 1 && upgrade.to == 2)
+        #expect(upgrade.from == 1 && upgrade.to == PostgresSchema.currentVersion)
         let store = try PostgresRecordStore.open(options: PostgresStoreOptions(uri: url), keysDirectory: sandbox.keys)
         defer { store.close() }
         try await store.put("cards", id: "c1", value: [1], condition: .absent)
