@@ -126,9 +126,9 @@ public enum PostgresSchema {
         """,
         // Version 3: writes maintain one index, not two. The index on `key_version` served only the admin commands
         // (key status, rewrap, retire), which read the table whole anyway, and it cost every insert and every update
-        // that PostgreSQL could not make HOT one more index entry and WAL record (10.5 WAL records per tokenization
-        // with it, 8.0 without). Pages keep a tenth free so that a record's update usually stays on its page (a HOT
-        // update: no new primary key entry either).
+        // that PostgreSQL could not make HOT one more index entry and WAL record. Pages keep a tenth free so that a
+        // record's update usually stays on its page (a HOT update: no new primary key entry either). Together: 10.6
+        // WAL records per tokenization before, 8.3-8.8 after (bench/tools/postgres_statements.py).
         3: """
         DROP INDEX IF EXISTS cardvault_records_key_version;
         ALTER TABLE cardvault_records SET (fillfactor = 90);
