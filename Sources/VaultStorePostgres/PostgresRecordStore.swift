@@ -493,11 +493,13 @@ final class KeyRingWatcher: Sendable {
                         try keyRing.reload(on: connection!)
                         options.logger.info("data keys reloaded", ["currentVersion": .int(Int(keyRing.currentVersion))])
                     }
-                    // For /metrics: the data key versions in use, every 5 s (an index probe per version).
+                    // For /metrics: the data key versions in use, every 5 s (a scan per version that stops at its
+                    // first record; emptied old versions are not probed again).
                     if let metrics, Date().timeIntervalSince(lastUsageCheck) >= 5 {
                         lastUsageCheck = Date()
                         try metrics.refreshKeyVersionsInUse(
-                            keyRing.dataKeys.filter { !$0.retired }.map(\.version), on: connection!)
+                            keyRing.dataKeys.filter { !$0.retired }.map(\.version), current: keyRing.currentVersion,
+                            on: connection!)
                     }
                 } catch let error as PostgresError where error.code == .connection {
                     connection = nil

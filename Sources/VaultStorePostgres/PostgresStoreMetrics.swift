@@ -72,20 +72,33 @@ final class PostgresStoreMetrics: Sendable {
 
     var snapshot: Values { values.withLock { $0 } }
 
-    /// Which of `versions` seal at least one record: one index probe per version (`cardvault_records_key_version`).
+    /// Which of `versions` seal at least one record: for each, a scan of the records that stops at the first one
+    /// sealed under it (`LIMIT 1` in a lateral subquery, so each version's scan is its own and the planner cannot
+    /// turn the probe into one pass over the whole table). Schema version 3 has no index on `key_version`, so a
+    /// version that seals nothing costs a full scan: see ``drained``.
     static let keyVersionsInUseStatement = PostgresStatement(
         name: "cv_key_versions_in_use",
         sql: """
-            SELECT count(*) FROM unnest($1::bigint[]) AS v(version)
-            WHERE EXISTS (SELECT 1 FROM cardvault_records r WHERE r.key_version = v.version)
+            SELECT v.version FROM unnest($1::bigint[]) AS v(version)
+            CROSS JOIN LATERAL (SELECT 1 FROM cardvault_records r WHERE r.key_version = v.version LIMIT 1) AS found
             """)
 
-    /// Counts the data key versions in use on `connection` (the keyring watcher's, on its own thread).
-    func refreshKeyVersionsInUse(_ versions: [UInt32], on connection: PostgresConnection) throws {
+    /// Versions found sealing no record while they were not the current one. Nothing seals under a version that is
+    /// no longer current (every commit and rewrap checks `p_key` against the keyring's current version under the
+    /// key lock, and versions only go up), so such a version stays empty and is not probed again; without this, a
+    /// rewrapped version waiting to be retired would cost a full scan of the records at every check.
+    private let drained = Locked(Set<UInt32>())
+
+    /// Counts the data key versions in use among `versions` (the unretired ones; `current` is the keyring's current
+    /// version) on `connection`, the keyring watcher's, on its own thread.
+    func refreshKeyVersionsInUse(_ versions: [UInt32], current: UInt32, on connection: PostgresConnection) throws {
+        let known = drained.withLock { $0 }
+        let probed = versions.filter { !known.contains($0) }
         try connection.prepare(Self.keyVersionsInUseStatement.name, Self.keyVersionsInUseStatement.sql)
-        let rows = try connection.run(Self.keyVersionsInUseStatement.name, [.int64Array(versions.map { Int64($0) })])
-        let count = Int(rows.int64(0, 0) ?? 0)
-        values.withLock { $0.keyVersionsInUse = count }
+        let rows = try connection.run(Self.keyVersionsInUseStatement.name, [.int64Array(probed.map { Int64($0) })])
+        let found = Set(rows.rows.indices.compactMap { rows.int64($0, 0).map { UInt32(truncatingIfNeeded: $0) } })
+        drained.withLock { $0.formUnion(probed.filter { $0 != current && !found.contains($0) }) }
+        values.withLock { $0.keyVersionsInUse = found.count }
     }
 
     /// Prometheus text, with the pool's configured size, its connections up and the jobs queued now.
