@@ -78,8 +78,8 @@ public struct SweepReport: Sendable, Equatable {
 /// expiries (held security codes, the bearer token cache, pending 3-D Secure challenges) with it.
 ///
 /// The daemon runs it as ``PeriodicService``s (``services(interval:roundsInterval:logger:)``) in its service
-/// group, which awaits the round in progress before the store closes. The counts of the last round are what `/metrics` shows
-/// (``metricsText()``).
+/// group, which awaits the round in progress before the store closes. The last counts, less what the rounds since ended,
+/// are what `/metrics` shows (``metricsText()``); a slow count is not repeated every round (``countRestPerWork``).
 public final class RecordSweeper: Sendable {
     private let store: any RecordStore
     private let clock: any WallClock
@@ -93,9 +93,17 @@ public final class RecordSweeper: Sendable {
     /// quarter of one core. A sweep reads and opens every record that can expire (400k records took 4 s of CPU),
     /// and unpaced it took a whole core from the requests for that long, once a minute.
     private let restPerWork: Int
+    /// A count of every kind that took longer than ``cheapCount`` is not repeated before this many times as long has
+    /// passed: counting keeps at most about a hundredth of the time. On PostgreSQL a count walks a kind's primary key
+    /// entries (two seconds for a few million records), every round on the leading daemon.
+    private let countRestPerWork: Int
+    /// Counts that took less than this are repeated every round.
+    static let cheapCount: Duration = .milliseconds(10)
 
     private struct State {
         var remaining: [String: Int] = [:]
+        /// When the kinds may be counted again (nil: every round); see ``countRestPerWork``.
+        var countsDue: ContinuousClock.Instant?
         var expiredTotal: [String: Int] = [:]
         var rounds = 0
         /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as
@@ -108,12 +116,17 @@ public final class RecordSweeper: Sendable {
     ///   - rounds: extra work of each round (in-memory expiries, domain expiries with their own transitions).
     ///   - restPerWork: how many times as long as a page of records took the sweep rests before the next page
     ///     (0: no rest).
+    ///   - countRestPerWork: how many times as long as a count of every kind took (when over ``cheapCount``) the
+    ///     rounds go on with the last counts before they count again.
     public init(
         store: any RecordStore, clock: any WallClock, lifetimes: [RecordLifetime],
-        rounds: [@Sendable () async throws -> Void] = [], logger: Logger = .disabled, restPerWork: Int = 3
+        rounds: [@Sendable () async throws -> Void] = [], logger: Logger = .disabled, restPerWork: Int = 3,
+        countRestPerWork: Int = 99
     ) {
         precondition(restPerWork >= 0, "restPerWork must not be negative")
+        precondition(countRestPerWork >= 0, "countRestPerWork must not be negative")
         self.restPerWork = restPerWork
+        self.countRestPerWork = countRestPerWork
         self.store = store
         self.clock = clock
         self.lifetimes = lifetimes
@@ -193,7 +206,7 @@ public final class RecordSweeper: Sendable {
             if ended > 0 { report.expired[lifetime.collection] = ended }
             if lifetime.sweepInterval != nil { try await markTime(Self.sweptMarkId(lifetime), now) }
         }
-        report.remaining = try await counts()
+        report.remaining = try await countsIfDue(ended: report.expired)
         do {
             try await publishCounts(report.remaining, at: now)
         } catch {
@@ -201,9 +214,7 @@ public final class RecordSweeper: Sendable {
             logger.warning("sweep counts not published", ["error": .string(String(describing: type(of: error)))])
         }
         let expired = report.expired
-        let remaining = report.remaining
         state.withLock { state in
-            state.remaining = remaining
             for (collection, count) in expired { state.expiredTotal[collection, default: 0] += count }
             state.rounds += 1
         }
@@ -428,7 +439,7 @@ public final class RecordSweeper: Sendable {
             state.withLock { $0.remaining = counts }
             return
         }
-        _ = try await counts()
+        _ = try await countsIfDue(ended: [:])
     }
 
     /// Records as complete (read whole now) the deadline index of every indexed kind that has no record yet (a new
@@ -458,19 +469,40 @@ public final class RecordSweeper: Sendable {
     /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
     @discardableResult
     public func counts() async throws -> [String: Int] {
+        let start = ContinuousClock.now
         var counts: [String: Int] = [:]
         for lifetime in lifetimes {
             counts[lifetime.collection] = try await store.count(
                 lifetime.collection, prefix: "", after: nil, limit: 1 << 30)
         }
-        state.withLock { $0.remaining = counts }
+        let end = ContinuousClock.now
+        let took = end - start
+        state.withLock { state in
+            state.remaining = counts
+            state.countsDue = took > Self.cheapCount ? end + took * countRestPerWork : nil
+        }
         return counts
+    }
+
+    /// ``counts()`` when they are due (``countRestPerWork``); otherwise the last counts less the records `ended`
+    /// since (records added meanwhile show at the next count).
+    private func countsIfDue(ended: [String: Int]) async throws -> [String: Int] {
+        let last = state.withLock { state -> [String: Int]? in
+            guard let due = state.countsDue, ContinuousClock.now < due else { return nil }
+            for (collection, count) in ended {
+                state.remaining[collection] = max(0, (state.remaining[collection] ?? 0) - count)
+            }
+            return state.remaining
+        }
+        if let last { return last }
+        return try await counts()
     }
 
     /// Prometheus text: `cardvault_records{kind}` (as of the last round) and `cardvault_records_expired_total{kind}`.
     public func metricsText() -> String {
         let snapshot = state.withLock { $0 }
-        var text = "# HELP cardvault_records Records in the store by kind (collection), as of the last sweep.\n"
+        var text = "# HELP cardvault_records Records in the store by kind (collection), as of the last count "
+        text += "(each sweep round, less often when counting takes long), less those ended since.\n"
         text += "# TYPE cardvault_records gauge\n"
         for lifetime in lifetimes {
             text +=

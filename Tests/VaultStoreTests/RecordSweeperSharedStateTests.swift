@@ -12,6 +12,10 @@ import VaultCore
         let store = InMemoryRecordStore()
         let scans = Locked<[String: Int]>([:])
         let counts = Locked<[String: Int]>([:])
+        /// How long each count takes (a large store on PostgreSQL takes seconds).
+        let countDelay: Duration
+
+        init(countDelay: Duration = .zero) { self.countDelay = countDelay }
 
         func get(_ collection: String, id: String) async throws -> Record? { try await store.get(collection, id: id) }
         func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await store.commit(writes) }
@@ -21,6 +25,7 @@ import VaultCore
         }
         func count(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> Int {
             counts.withLock { $0[collection, default: 0] += 1 }
+            if countDelay > .zero { try await Task.sleep(for: countDelay) }
             return try await store.count(collection, prefix: prefix, after: after, limit: limit)
         }
     }
@@ -85,6 +90,46 @@ import VaultCore
         try await follower.adoptPublishedCounts(maximumAge: 600)
         #expect(store.counts.withLock { $0["cards"] } == (countedBefore["cards"] ?? 0) + 1)
         #expect(follower.metricsText().contains("cardvault_records{kind=\"cards\"} 10\n"))
+    }
+
+    /// A count that takes long is not repeated every round, but once `countRestPerWork` times as long has passed;
+    /// the rounds between show the last counts less what they ended (and publish them), and a cheap count is made
+    /// every round.
+    @Test func aSlowCountIsNotRepeatedEveryRound() async throws {
+        let store = CountingStore(countDelay: .milliseconds(20))
+        let clock = ManualClock()
+        let start = Int64(clock.now.timeIntervalSince1970)
+        for number in 0..<3 { try await store.put("cards", id: "c\(number)", value: [1]) }
+        try await store.put("tokens", id: "t1", value: Array(String(start + 10).utf8))
+        try await store.put("tokens", id: "t2", value: Array(String(Int64.max).utf8))
+        let sweeper = RecordSweeper(
+            store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0, countRestPerWork: 10)
+        #expect(try await sweeper.sweepRecords().remaining == ["cards": 3, "tokens": 2, "events": 0])
+        #expect(store.counts.withLock { $0["cards"] } == 1)
+        try await store.put("cards", id: "c3", value: [1])
+        clock.advance(by: 60)  // t1 is over
+        let second = try await sweeper.sweepRecords()
+        #expect(second.expired == ["tokens": 1])
+        #expect(second.remaining == ["cards": 3, "tokens": 1, "events": 0], "the last counts less the round's end")
+        #expect(store.counts.withLock { $0["cards"] } == 1, "not counted again")
+        #expect(sweeper.metricsText().contains("cardvault_records{kind=\"tokens\"} 1\n"))
+        // What a follower adopts is what the leader shows.
+        let follower = RecordSweeper(store: store, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        try await follower.adoptPublishedCounts()
+        #expect(follower.metricsText().contains("cardvault_records{kind=\"tokens\"} 1\n"))
+        #expect(store.counts.withLock { $0["cards"] } == 1, "the follower counted nothing")
+        // Three counts of 20 ms or more: due again 10 times as long after the count (at least 600 ms).
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(try await sweeper.sweepRecords().remaining == ["cards": 4, "tokens": 1, "events": 0])
+        #expect(store.counts.withLock { $0["cards"] } == 2)
+
+        // A cheap count is made every round.
+        let quick = CountingStore()
+        let every = RecordSweeper(store: quick, clock: clock, lifetimes: Self.lifetimes, restPerWork: 0)
+        _ = try await every.sweepRecords()
+        try await quick.put("cards", id: "c0", value: [1])
+        #expect(try await every.sweepRecords().remaining["cards"] == 1)
+        #expect(quick.counts.withLock { $0["cards"] } == 2)
     }
 
     /// As a service: the daemon that leads sweeps and publishes; one that does not adopts the counts each round.
