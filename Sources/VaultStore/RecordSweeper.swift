@@ -94,16 +94,15 @@ public final class RecordSweeper: Sendable {
     /// and unpaced it took a whole core from the requests for that long, once a minute.
     private let restPerWork: Int
     /// A count of every kind that took longer than ``cheapCount`` is not repeated before this many times as long has
-    /// passed: counting keeps at most about a hundredth of the time. On PostgreSQL a count walks a kind's primary key
-    /// entries (two seconds for a few million records), every round on the leading daemon.
+    /// passed, by whichever daemon leads (the published counts say when and how long): counting keeps at most about
+    /// a hundredth of the time. On PostgreSQL a count walks each kind's primary key entries (two seconds for a few
+    /// million records).
     private let countRestPerWork: Int
-    /// Counts that took less than this are repeated every round.
-    static let cheapCount: Duration = .milliseconds(10)
+    /// Counts that took less than this (seconds) are repeated every round.
+    static let cheapCount = 0.01
 
     private struct State {
         var remaining: [String: Int] = [:]
-        /// When the kinds may be counted again (nil: every round); see ``countRestPerWork``.
-        var countsDue: ContinuousClock.Instant?
         var expiredTotal: [String: Int] = [:]
         var rounds = 0
         /// When each indexed kind was last read whole (``RecordLifetime/indexed(by:wholeReadEvery:deadline:)``), as
@@ -206,15 +205,18 @@ public final class RecordSweeper: Sendable {
             if ended > 0 { report.expired[lifetime.collection] = ended }
             if lifetime.sweepInterval != nil { try await markTime(Self.sweptMarkId(lifetime), now) }
         }
-        report.remaining = try await countsIfDue(ended: report.expired)
+        let counted = try await roundCounts(ended: report.expired)
+        report.remaining = counted.counts
         do {
-            try await publishCounts(report.remaining, at: now)
+            try await publishCounts(counted, at: now)
         } catch {
             // The round's work is done; the daemons that do not lead count for themselves until counts come again.
             logger.warning("sweep counts not published", ["error": .string(String(describing: type(of: error)))])
         }
         let expired = report.expired
+        let remaining = report.remaining
         state.withLock { state in
+            state.remaining = remaining
             for (collection, count) in expired { state.expiredTotal[collection, default: 0] += count }
             state.rounds += 1
         }
@@ -413,16 +415,50 @@ public final class RecordSweeper: Sendable {
             Collections.sweeperState, id: id, value: Array(String(seconds).utf8), condition: .unconditional)
     }
 
-    /// The counts a round published: when, and each kind's.
+    /// The counts a round published: when, and each kind's; and when they were counted (Unix seconds) and how long
+    /// that took (seconds), absent from the records of older builds.
     private struct PublishedCounts: Codable {
         var at: Int64
         var counts: [String: Int]
+        var countedAt: Double?
+        var countSeconds: Double?
     }
 
-    /// Publishes a round's counts in `sweeper-state`, for the daemons that do not lead the sweep.
-    private func publishCounts(_ counts: [String: Int], at now: Int64) async throws {
-        let value = try JSONEncoder().encode(PublishedCounts(at: now, counts: counts))
+    /// Publishes a round's counts in `sweeper-state`, for the daemons that do not lead the sweep and for the next
+    /// round's leader.
+    private func publishCounts(_ counted: PublishedCounts, at now: Int64) async throws {
+        var counted = counted
+        counted.at = now
+        let value = try JSONEncoder().encode(counted)
         try await store.put(Collections.sweeperState, id: Self.countsId, value: Array(value), condition: .unconditional)
+    }
+
+    /// The counts the last round published, or nil (none, or unreadable).
+    private func publishedCounts() async throws -> PublishedCounts? {
+        guard let record = try await store.get(Collections.sweeperState, id: Self.countsId) else { return nil }
+        return try? JSONDecoder().decode(PublishedCounts.self, from: Data(record.value))
+    }
+
+    /// The counts a round ends with: while the published ones are not due to be counted again (``countRestPerWork``),
+    /// those less what the round `ended` (records added meanwhile show at the next count); else a new count.
+    private func roundCounts(ended: [String: Int]) async throws -> PublishedCounts {
+        let now = clock.now.timeIntervalSince1970
+        let kinds = Set(lifetimes.map(\.collection))
+        if var last = try await publishedCounts(), let countedAt = last.countedAt, let seconds = last.countSeconds,
+            seconds > Self.cheapCount, countedAt <= now, now < countedAt + seconds * Double(countRestPerWork),
+            kinds.isSubset(of: last.counts.keys)
+        {
+            last.counts = last.counts.filter { kinds.contains($0.key) }
+            for (collection, count) in ended {
+                last.counts[collection] = max(0, (last.counts[collection] ?? 0) - count)
+            }
+            return last
+        }
+        let start = ContinuousClock.now
+        let counts = try await counts()
+        let took = ContinuousClock.now - start
+        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+        return PublishedCounts(at: 0, counts: counts, countedAt: now, countSeconds: seconds)
     }
 
     /// Takes the counts the leading daemon's last round published (one read) for `/metrics`; counts the store
@@ -430,16 +466,13 @@ public final class RecordSweeper: Sendable {
     /// daemons on one database, only the leader then walks the collections each round.
     public func adoptPublishedCounts(maximumAge: Int64 = 600) async throws {
         let now = Int64(clock.now.timeIntervalSince1970.rounded(.down))
-        if let record = try await store.get(Collections.sweeperState, id: Self.countsId),
-            let published = try? JSONDecoder().decode(PublishedCounts.self, from: Data(record.value)),
-            published.at <= now, now - published.at <= maximumAge
-        {
+        if let published = try await publishedCounts(), published.at <= now, now - published.at <= maximumAge {
             let kinds = Set(lifetimes.map(\.collection))
             let counts = published.counts.filter { kinds.contains($0.key) }
             state.withLock { $0.remaining = counts }
             return
         }
-        _ = try await countsIfDue(ended: [:])
+        _ = try await counts()
     }
 
     /// Records as complete (read whole now) the deadline index of every indexed kind that has no record yet (a new
@@ -469,33 +502,13 @@ public final class RecordSweeper: Sendable {
     /// Counts every kind from the store's index (no value is read) and keeps the counts for `/metrics`.
     @discardableResult
     public func counts() async throws -> [String: Int] {
-        let start = ContinuousClock.now
         var counts: [String: Int] = [:]
         for lifetime in lifetimes {
             counts[lifetime.collection] = try await store.count(
                 lifetime.collection, prefix: "", after: nil, limit: 1 << 30)
         }
-        let end = ContinuousClock.now
-        let took = end - start
-        state.withLock { state in
-            state.remaining = counts
-            state.countsDue = took > Self.cheapCount ? end + took * countRestPerWork : nil
-        }
+        state.withLock { $0.remaining = counts }
         return counts
-    }
-
-    /// ``counts()`` when they are due (``countRestPerWork``); otherwise the last counts less the records `ended`
-    /// since (records added meanwhile show at the next count).
-    private func countsIfDue(ended: [String: Int]) async throws -> [String: Int] {
-        let last = state.withLock { state -> [String: Int]? in
-            guard let due = state.countsDue, ContinuousClock.now < due else { return nil }
-            for (collection, count) in ended {
-                state.remaining[collection] = max(0, (state.remaining[collection] ?? 0) - count)
-            }
-            return state.remaining
-        }
-        if let last { return last }
-        return try await counts()
     }
 
     /// Prometheus text: `cardvault_records{kind}` (as of the last round) and `cardvault_records_expired_total{kind}`.
