@@ -456,8 +456,7 @@ public final class RecordSweeper: Sendable {
         }
         let start = ContinuousClock.now
         let counts = try await counts()
-        let took = ContinuousClock.now - start
-        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
         return PublishedCounts(at: 0, counts: counts, countedAt: now, countSeconds: seconds)
     }
 
@@ -511,7 +510,8 @@ public final class RecordSweeper: Sendable {
         return counts
     }
 
-    /// Prometheus text: `cardvault_records{kind}` (as of the last round) and `cardvault_records_expired_total{kind}`.
+    /// Prometheus text: `cardvault_records{kind}` (as of the last count, less the ends since) and
+    /// `cardvault_records_expired_total{kind}`.
     public func metricsText() -> String {
         let snapshot = state.withLock { $0 }
         var text = "# HELP cardvault_records Records in the store by kind (collection), as of the last count "

@@ -123,7 +123,7 @@ import VaultCore
         try await first.adoptPublishedCounts()
         #expect(first.metricsText().contains("cardvault_records{kind=\"tokens\"} 1\n"))
         #expect(store.counts.withLock { $0["cards"] } == 1, "the follower counted nothing")
-        // Once the count is due again (at most 60 s x 10,000 after it, for counts of up to 60 s), it is made.
+        // Once the count is due again (600,000 s after it covers a count of up to 60 s), it is made.
         clock.advance(by: 600_000)
         #expect(try await first.sweepRecords().remaining == ["cards": 4, "tokens": 1, "events": 0])
         #expect(store.counts.withLock { $0["cards"] } == 2)
