@@ -8,11 +8,17 @@ import VaultStore
 /// The `/metrics` probe of the data key versions in use (every 5 s on each daemon) reads a few rows, not the whole
 /// records table: schema version 3 has no index on `key_version`.
 @Suite struct PostgresKeyVersionProbeTests {
-    /// Rows of this schema's records table read by sequential scans so far (the session's statistics flushed first).
-    private func scannedRows(_ connection: PostgresConnection) throws -> Int {
+    /// Rows of this schema's records table that `body` read by sequential scans on `connection`: counted by that
+    /// session alone (`pg_stat_xact_user_tables`, which shows the session's counts not yet flushed, so they are
+    /// flushed first), so the store's own sessions (its keyring watcher probes too, every 5 s) do not count, however
+    /// their statistics are flushed.
+    private func rowsScanned(on connection: PostgresConnection, _ body: () throws -> Void) throws -> Int {
         _ = try connection.execute("SELECT pg_stat_force_next_flush()")
+        _ = try connection.execute("BEGIN")
+        defer { _ = try? connection.execute("COMMIT") }
+        try body()
         let rows = try connection.execute(
-            "SELECT seq_tup_read FROM pg_stat_user_tables "
+            "SELECT seq_tup_read FROM pg_stat_xact_user_tables "
                 + "WHERE schemaname = current_schema() AND relname = 'cardvault_records'")
         return try #require(rows.text(0, 0).flatMap { Int($0) })
     }
@@ -37,17 +43,9 @@ import VaultStore
         // Version 1 is emptied by the rewrap but not retired: the first probe reads the table to learn that.
         try metrics.refreshKeyVersionsInUse([1, 2], current: 2, on: connection)
         #expect(metrics.snapshot.keyVersionsInUse == 1)
-        // The store's own sessions (the rewrap counts the records by key version) flush their statistics within
-        // about a second of going idle: the count must hold still before the probes are measured.
-        var before = try scannedRows(connection)
-        for _ in 0..<8 {
-            try await Task.sleep(for: .milliseconds(1_500))
-            let now = try scannedRows(connection)
-            if now == before { break }
-            before = now
+        let read = try rowsScanned(on: connection) {
+            for _ in 0..<5 { try metrics.refreshKeyVersionsInUse([1, 2], current: 2, on: connection) }
         }
-        for _ in 0..<5 { try metrics.refreshKeyVersionsInUse([1, 2], current: 2, on: connection) }
-        let read = try scannedRows(connection) - before
         #expect(metrics.snapshot.keyVersionsInUse == 1)
         // Each probe stops at the first record sealed under version 2; version 1 is not probed again.
         #expect(read <= 5 * 10, "five probes read \(read) rows of \(records)")
