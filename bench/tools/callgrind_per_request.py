@@ -24,21 +24,14 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-import requests
+from merchant_daemon import RISK_LIMITS, Merchant, free_port, wait_until_serving
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def total_ir(path):
@@ -52,9 +45,7 @@ def main(binary, count, flow=False):
     port = free_port()
     base = "http://127.0.0.1:%d" % port
     risk = work / "risk.json"
-    risk.write_text('{"maxPerCard": 1000000000, "maxPerUser": 1000000000, "maxPerIP": 1000000000, '
-                    '"maxPerDevice": 1000000000, "cardsPerDeviceChallenge": 1000000000, '
-                    '"cardsPerDeviceBlock": 1000000000}')
+    risk.write_text(RISK_LIMITS)
     env = dict(os.environ, CARDVAULT_LISTEN="127.0.0.1:%d" % port, CARDVAULT_PUBLIC_URL=base,
                CARDVAULT_DATA_DIR=str(work / "data"), CARDVAULT_KEYS_DIR=str(work / "keys"),
                CARDVAULT_LOG_LEVEL="warn", CARDVAULT_TOKENIZATIONS_PER_MINUTE_PER_ADDRESS="100000000",
@@ -72,32 +63,8 @@ def main(binary, count, flow=False):
         "valgrind", "--tool=callgrind", "--callgrind-out-file=" + str(work / "cg.%p"), binary, "serve"]
     process = subprocess.Popen(command, cwd=str(ROOT), env=env, stdout=out, stderr=open(work / "err", "wb"))
     try:
-        deadline = time.time() + 120
-        while True:
-            text = (work / "out").read_text(errors="replace")
-            if "serving on" in text and "ClientId=" in text:
-                break
-            if time.time() > deadline or process.poll() is not None:
-                raise SystemExit("daemon did not start: " + (work / "err").read_text()[-500:])
-            time.sleep(0.2)
-        fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
-        client, key = fields["ClientId"], fields["ApiKey"]
-        http = requests.Session()
-        token = http.post(base + "/v2.01/oauth/token", auth=(client, key)).json()["access_token"]
-        api = base + "/v2.01/" + client
-        auth = {"Authorization": "Bearer " + token}
-        user = http.post(api + "/users/natural", headers=auth, json={
-            "FirstName": "A", "LastName": "B", "Email": "a@example.com", "Birthday": 0, "Nationality": "FR",
-            "CountryOfResidence": "FR", "TermsAndConditionsAccepted": True, "UserCategory": "PAYER"}).json()["Id"]
-        wallet = http.post(api + "/wallets", headers=auth, json={
-            "Owners": [user], "Description": "w", "Currency": "EUR"}).json()["Id"]
-        registrations = [http.post(api + "/cardregistrations", headers=auth, json={
-            "UserId": user, "Currency": "EUR"}).json() for _ in range(count + 1)]
-        form = lambda r: {"data": r["PreregistrationData"], "accessKeyRef": r["AccessKey"],
-                          "cardNumber": "4970107111111119", "cardExpirationDate": "1229", "cardCvx": "123"}
-        first = http.post(registrations[0]["CardRegistrationURL"], data=form(registrations[0])).text
-        card = http.put(api + "/cardregistrations/" + registrations[0]["Id"], headers=auth,
-                        json={"RegistrationData": first}).json()["CardId"]
+        merchant = Merchant(base, wait_until_serving(process, work / "out", work / "err", 120), count)
+        http, api, auth, user, form = merchant.http, merchant.api, merchant.auth, merchant.user, merchant.form
         pid = str(process.pid)
 
         def traced(name, body):
@@ -119,22 +86,6 @@ def main(binary, count, flow=False):
             if os.environ.get("KEEP_DIR"):
                 shutil.copy(dumps[-1], os.path.join(os.environ["KEEP_DIR"], name + ".cg"))
             return total_ir(dumps[-1])
-
-        def tokenize():
-            for r in registrations[1:]:
-                assert http.post(r["CardRegistrationURL"], data=form(r)).text.startswith("data=")
-
-        payin = {"AuthorId": user, "CreditedWalletId": wallet, "CardId": card,
-                 "DebitedFunds": {"Currency": "EUR", "Amount": 1000}, "Fees": {"Currency": "EUR", "Amount": 0},
-                 "SecureModeReturnURL": "https://shop.example/return", "IpAddress": "203.0.113.9",
-                 "BrowserInfo": {"AcceptHeader": "text/html", "JavaEnabled": False, "JavascriptEnabled": True,
-                                 "Language": "fr-FR", "ColorDepth": 24, "ScreenHeight": 900, "ScreenWidth": 1440,
-                                 "TimeZoneOffset": "+60", "UserAgent": "Mozilla/5.0"}}
-
-        def pay():
-            for _ in range(count):
-                answer = http.post(api + "/payins/card/direct", headers=auth, json=payin).json()
-                assert answer.get("Status") == "SUCCEEDED", answer
 
         def create():
             created.extend(http.post(api + "/cardregistrations", headers=auth, json={
@@ -160,10 +111,10 @@ def main(binary, count, flow=False):
 
         created, answers, cards = [], [], []
         if tracing:
-            print("tokenization POST, %d requests:\n%s" % (count, traced("tokenize", tokenize)))
-            print("frictionless pay-in, %d requests:\n%s" % (count, traced("payin", pay)))
+            print("tokenization POST, %d requests:\n%s" % (count, traced("tokenize", merchant.tokenize)))
+            print("frictionless pay-in, %d requests:\n%s" % (count, traced("payin", merchant.pay)))
             return
-        tokenization = measured("tokenize", tokenize)
+        tokenization = measured("tokenize", merchant.tokenize)
         tokenization_dump = sorted(glob.glob(str(work / "cg.*")), key=os.path.getmtime)[-1]
         if os.environ.get("KEEP"):
             shutil.copy(tokenization_dump, os.environ["KEEP"])
@@ -184,7 +135,7 @@ def main(binary, count, flow=False):
             print("registration flow: %d Ir/request (mean of the four steps)"
                   % (sum(total for _, total in steps) // (4 * count)))
         else:
-            payins = measured("payin", pay)
+            payins = measured("payin", merchant.pay)
             print("frictionless pay-in: %d Ir/request (%d requests)" % (payins // count, count))
     finally:
         process.terminate()

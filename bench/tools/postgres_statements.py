@@ -17,12 +17,11 @@ import argparse
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 
-import requests
+from merchant_daemon import RISK_LIMITS, Merchant, free_port, wait_until_serving
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PG = "/usr/lib/postgresql/15/bin"
@@ -77,16 +76,12 @@ def main():
             return sql(query).split("\n")[1]
 
         sql("CREATE EXTENSION pg_stat_statements")
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         base = "http://127.0.0.1:%d" % port
         daemon = work / "cardvault"
         daemon.mkdir()
         risk = daemon / "risk.json"
-        risk.write_text('{"maxPerCard": 1000000000, "maxPerUser": 1000000000, "maxPerIP": 1000000000, '
-                        '"maxPerDevice": 1000000000, "cardsPerDeviceChallenge": 1000000000, '
-                        '"cardsPerDeviceBlock": 1000000000}')
+        risk.write_text(RISK_LIMITS)
         env = dict(os.environ, CARDVAULT_LISTEN="127.0.0.1:%d" % port, CARDVAULT_PUBLIC_URL=base,
                    CARDVAULT_DATA_DIR=str(daemon / "data"), CARDVAULT_KEYS_DIR=str(daemon / "keys"),
                    CARDVAULT_DATABASE_URL="postgresql://postgres@/postgres?host=%s" % work,
@@ -99,31 +94,7 @@ def main():
         out = daemon / "out"
         process = subprocess.Popen([arguments.bin, "serve"], env=env, stdout=open(out, "wb"),
                                    stderr=open(daemon / "err", "wb"), cwd=str(ROOT))
-        deadline = time.time() + 60
-        while True:
-            text = out.read_text(errors="replace")
-            if "serving on" in text and "ClientId=" in text:
-                break
-            if time.time() > deadline or process.poll() is not None:
-                raise SystemExit("daemon did not start: " + (daemon / "err").read_text()[-800:])
-            time.sleep(0.2)
-        fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
-        http = requests.Session()
-        token = http.post(base + "/v2.01/oauth/token", auth=(fields["ClientId"], fields["ApiKey"])).json()
-        api = base + "/v2.01/" + fields["ClientId"]
-        auth = {"Authorization": "Bearer " + token["access_token"]}
-        user = http.post(api + "/users/natural", headers=auth, json={
-            "FirstName": "A", "LastName": "B", "Email": "a@example.com", "Birthday": 0, "Nationality": "FR",
-            "CountryOfResidence": "FR", "TermsAndConditionsAccepted": True, "UserCategory": "PAYER"}).json()["Id"]
-        wallet = http.post(api + "/wallets", headers=auth, json={
-            "Owners": [user], "Description": "w", "Currency": "EUR"}).json()["Id"]
-        registrations = [http.post(api + "/cardregistrations", headers=auth, json={
-            "UserId": user, "Currency": "EUR"}).json() for _ in range(count + 1)]
-        form = lambda r: {"data": r["PreregistrationData"], "accessKeyRef": r["AccessKey"],
-                          "cardNumber": "4970107111111119", "cardExpirationDate": "1229", "cardCvx": "123"}
-        first = http.post(registrations[0]["CardRegistrationURL"], data=form(registrations[0])).text
-        card = http.put(api + "/cardregistrations/" + registrations[0]["Id"], headers=auth,
-                        json={"RegistrationData": first}).json()["CardId"]
+        merchant = Merchant(base, wait_until_serving(process, out, daemon / "err", 60), count)
 
         def measured(name, body):
             time.sleep(0.5)  # the daemon's own start-up writes settle
@@ -148,24 +119,8 @@ def main():
                       "round(n_tup_hot_upd::numeric / %d, 2) AS hot_updates_per_request "
                       "FROM pg_stat_user_tables WHERE relname = 'cardvault_records'" % (count, count, count)))
 
-        def tokenize():
-            for r in registrations[1:]:
-                assert http.post(r["CardRegistrationURL"], data=form(r)).text.startswith("data=")
-
-        payin = {"AuthorId": user, "CreditedWalletId": wallet, "CardId": card,
-                 "DebitedFunds": {"Currency": "EUR", "Amount": 1000}, "Fees": {"Currency": "EUR", "Amount": 0},
-                 "SecureModeReturnURL": "https://shop.example/return", "IpAddress": "203.0.113.9",
-                 "BrowserInfo": {"AcceptHeader": "text/html", "JavaEnabled": False, "JavascriptEnabled": True,
-                                 "Language": "fr-FR", "ColorDepth": 24, "ScreenHeight": 900, "ScreenWidth": 1440,
-                                 "TimeZoneOffset": "+60", "UserAgent": "Mozilla/5.0"}}
-
-        def pay():
-            for _ in range(count):
-                answer = http.post(api + "/payins/card/direct", headers=auth, json=payin).json()
-                assert answer.get("Status") == "SUCCEEDED", answer
-
-        measured("tokenization POST", tokenize)
-        measured("frictionless pay-in", pay)
+        measured("tokenization POST", merchant.tokenize)
+        measured("frictionless pay-in", merchant.pay)
     finally:
         if process:
             process.terminate()
