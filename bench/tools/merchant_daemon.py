@@ -68,8 +68,8 @@ class Merchant:
     def tokenize(self):
         """`count` sequential tokenization POSTs, one per registration left."""
         for registration in self.registrations[1:]:
-            answer = self.http.post(registration["CardRegistrationURL"], data=self.form(registration)).text
-            assert answer.startswith("data="), answer
+            assert self.http.post(registration["CardRegistrationURL"], data=self.form(registration)).text.startswith(
+                "data=")
 
     def pay(self):
         """`count` sequential frictionless direct pay-ins with the card."""
