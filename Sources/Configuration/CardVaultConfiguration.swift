@@ -85,12 +85,13 @@ public struct CardVaultConfiguration: Sendable, Equatable {
 
     /// The PostgreSQL backend's settings (used when ``CardVaultConfiguration/databaseURL`` is set).
     public struct Database: Sendable, Equatable {
-        /// Connections each daemon keeps open (each serves pipelined reads and grouped commits).
+        /// Connections each daemon keeps open (each serves pipelined reads and grouped commits); the default is
+        /// `PostgresStoreOptions.defaultPoolSize`'s.
         public var poolSize: Int
         /// `synchronous_commit` of the daemon's sessions: on, remote_apply, remote_write, local, off.
         public var synchronousCommit: String
 
-        public init(poolSize: Int = 8, synchronousCommit: String = "on") {
+        public init(poolSize: Int = 2, synchronousCommit: String = "on") {
             self.poolSize = poolSize
             self.synchronousCommit = synchronousCommit
         }

@@ -9,6 +9,12 @@ public struct PostgresStoreOptions: Sendable {
     public var uri: String
     /// Connections in the pool (each with its own thread).
     public var poolSize: Int
+    /// Two: each connection carries up to 64 reads or 32 commits per round trip, and the requests that arrive while
+    /// both are busy go together in the next round. More connections spread the same requests over more, smaller
+    /// rounds, which cost CPU on both sides: measured on a 2-core host shared with PostgreSQL, 8 per daemon served
+    /// fewer tokenizations than 2 (docs/operations.md, "Performance: the pool's size"). Raise it for a distant
+    /// database (see the operations guide's sizing).
+    public static let defaultPoolSize = 2
     /// `synchronous_commit` for this store's sessions: `on`, `remote_apply`, `remote_write`, `local` or `off`.
     /// An answer means the database acknowledged the commit at this level.
     public var synchronousCommit: String
@@ -24,7 +30,8 @@ public struct PostgresStoreOptions: Sendable {
     public static let synchronousCommitLevels = ["on", "remote_apply", "remote_write", "local", "off"]
 
     public init(
-        uri: String, poolSize: Int = 8, synchronousCommit: String = "on", requestTimeout: TimeInterval = 15,
+        uri: String, poolSize: Int = defaultPoolSize, synchronousCommit: String = "on",
+        requestTimeout: TimeInterval = 15,
         keyRefreshInterval: TimeInterval = 0.25, applicationName: String = "cardvault",
         keyRotation: KeyRotationPolicy = KeyRotationPolicy(), clock: any WallClock = SystemClock(),
         logger: Logger = .disabled

@@ -166,7 +166,9 @@ final class DaemonPair {
         uri =
             "postgresql:///\(PostgresPairSuite.database)?host=\(cluster.directory)&port=\(cluster.port)&user=postgres"
         settingsNote = "max_connections 100, shared_buffers 256MB"
-        poolSize = Int(ProcessInfo.processInfo.environment["CARDVAULT_BENCH_POOL_SIZE"] ?? "") ?? 8
+        poolSize =
+            Int(ProcessInfo.processInfo.environment["CARDVAULT_BENCH_POOL_SIZE"] ?? "")
+            ?? PostgresStoreOptions.defaultPoolSize
         keysDirectory = try context.temporaryDirectory("pair-keys")
         let binary = CardVaultServer.binary(in: context)
         let environment = [
