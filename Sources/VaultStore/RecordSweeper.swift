@@ -133,8 +133,8 @@ public final class RecordSweeper: Sendable {
         self.logger = logger
     }
 
-    /// The sweeper as two services: the record expiries every `interval` (after counting the store at once, so
-    /// `/metrics` shows every kind from the start), and the extra rounds (challenge deadlines, in-memory
+    /// The sweeper as two services: the record expiries every `interval` (after counting the store at once, or
+    /// taking the published counts while a slow count is not due, so `/metrics` shows every kind from the start), and the extra rounds (challenge deadlines, in-memory
     /// expiries, cheap) every `roundsInterval`.
     ///
     /// With several daemons on one store, the record expiries run only on the daemon that leads
@@ -460,6 +460,14 @@ public final class RecordSweeper: Sendable {
         return PublishedCounts(at: 0, counts: counts, countedAt: now, countSeconds: seconds)
     }
 
+    /// The counts `/metrics` shows from a daemon's start: the published ones while a slow count is not due again
+    /// (``countRestPerWork``), as a round would take them, so that a rolling restart of several daemons on a large
+    /// store does not walk every collection once per daemon; else a count.
+    public func countsAtStart() async throws {
+        let counted = try await roundCounts(ended: [:])
+        state.withLock { $0.remaining = counted.counts }
+    }
+
     /// Takes the counts the leading daemon's last round published (one read) for `/metrics`; counts the store
     /// itself only when none were published in the last `maximumAge` seconds (or they cannot be read). With several
     /// daemons on one database, only the leader then walks the collections each round.
@@ -535,7 +543,7 @@ public final class RecordSweeper: Sendable {
     }
 }
 
-/// Counts once, then runs the periodic sweep.
+/// Counts once (or takes the published counts, ``RecordSweeper/countsAtStart()``), then runs the periodic sweep.
 private struct SweeperService: Service {
     let sweeper: RecordSweeper
     let periodic: PeriodicService
@@ -543,7 +551,7 @@ private struct SweeperService: Service {
 
     func run() async throws {
         _ = try? await sweeper.markEmptyIndexedKinds()
-        _ = try? await sweeper.counts()
+        try? await sweeper.countsAtStart()
         try await periodic.run()
     }
 }

@@ -123,14 +123,23 @@ import VaultCore
         try await first.adoptPublishedCounts()
         #expect(first.metricsText().contains("cardvault_records{kind=\"tokens\"} 1\n"))
         #expect(store.counts.withLock { $0["cards"] } == 1, "the follower counted nothing")
+        // A daemon that starts meanwhile shows them too, without counting.
+        let restarted = daemon()
+        try await restarted.countsAtStart()
+        #expect(restarted.metricsText().contains("cardvault_records{kind=\"tokens\"} 1\n"))
+        #expect(restarted.metricsText().contains("cardvault_records{kind=\"cards\"} 3\n"))
+        #expect(store.counts.withLock { $0["cards"] } == 1, "the starting daemon counted nothing")
         // Once the count is due again (600,000 s after it covers a count of up to 60 s), it is made.
         clock.advance(by: 600_000)
         #expect(try await first.sweepRecords().remaining == ["cards": 4, "tokens": 1, "events": 0])
         #expect(store.counts.withLock { $0["cards"] } == 2)
+        clock.advance(by: 600_000)
+        try await daemon().countsAtStart()
+        #expect(store.counts.withLock { $0["cards"] } == 3, "a daemon that starts when the count is due counts")
         // So is it when the clock was set back before the count.
-        clock.advance(by: -700_000)
+        clock.advance(by: -1_300_000)
         _ = try await second.sweepRecords()
-        #expect(store.counts.withLock { $0["cards"] } == 3)
+        #expect(store.counts.withLock { $0["cards"] } == 4)
 
         // A cheap count is made every round.
         let quick = CountingStore()
