@@ -97,7 +97,7 @@ public struct PayInService: Sendable {
     {
         let checked = try await validate(clientId: clientId, request: request, purpose: purpose)
         let now = environment.nowSeconds
-        let attempt = try await profilingAttempt(clientId: clientId, reference: request.profilingAttemptReference)
+        let attempt = checked.attempt
         let ipAddress = request.ipAddress ?? attempt?.ipAddress
         let deviceId = try PayInRiskHistory.deviceId(
             of: attempt, clientId: clientId, keys: environment.fingerprintKeys)
@@ -196,6 +196,42 @@ public struct PayInService: Sendable {
         var walletStamp: UInt64? = nil
         var debited: Funds
         var fees: Funds
+        /// The profiling attempt the request names, when it exists.
+        var attempt: ProfilingAttempt?
+    }
+
+    /// What a new transaction names, as ``readNamed(clientId:cardId:authorId:walletId:reference:)`` found it (a
+    /// struct, not a tuple: see ``Stored``).
+    private struct NamedRecords {
+        var card: Card?
+        /// Only presence matters.
+        var author: Record?
+        var wallet: Stored<Wallet>?
+        var attempt: ProfilingAttempt?
+    }
+
+    /// The records a new transaction names, read together (one round trip on PostgreSQL): its card, its author, its
+    /// credited wallet (when `walletId` is given) and its profiling attempt (when `reference` is given). A malformed
+    /// id is not read: it names nothing.
+    private func readNamed(
+        clientId: String, cardId: String, authorId: String, walletId: String?, reference: String?
+    ) async throws -> NamedRecords {
+        func key(_ collection: String, _ id: String?) -> (collection: String, id: String)? {
+            guard let id, Identifier.isWellFormed(id) else { return nil }
+            return (collection, Identifier.scoped(clientId, id))
+        }
+        let wanted = [
+            key(Collections.cards, cardId), key(Collections.users, authorId), key(Collections.wallets, walletId),
+            key(Collections.profilingAttempts, reference),
+        ]
+        var found = try await environment.store.get(many: wanted.compactMap { $0 }).makeIterator()
+        let records = wanted.map { $0 == nil ? nil : found.next() ?? nil }
+        return NamedRecords(
+            card: try records[0].map { try RecordCoding.decode(Card.self, from: $0) }, author: records[1],
+            wallet: try records[2].map {
+                Stored(value: try RecordCoding.decode(Wallet.self, from: $0), version: $0.version)
+            },
+            attempt: try records[3].map { try RecordCoding.decode(ProfilingAttempt.self, from: $0) })
     }
 
     private func validate(
@@ -249,10 +285,16 @@ public struct PayInService: Sendable {
         if let shipping = request.shipping?.address { shipping.validate(&rules, prefix: "Shipping.Address") }
         try rules.check()
 
-        guard let card = try await cards.read(clientId: clientId, id: request.cardId!)?.value else {
+        // The wallet turns' stamp is taken before the wallet is read (see ``HotRecordQueue/stamp(_:)``).
+        let walletStamp =
+            purpose == .payIn ? walletTurns.stamp(Identifier.scoped(clientId, request.creditedWalletId!)) : nil
+        let named = try await readNamed(
+            clientId: clientId, cardId: request.cardId!, authorId: request.authorId!,
+            walletId: purpose == .payIn ? request.creditedWalletId : nil, reference: request.profilingAttemptReference)
+        guard let card = named.card else {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
-        guard try await users.exists(clientId: clientId, id: request.authorId!) else {
+        guard named.author != nil else {
             throw PaymentsError.invalid(
                 "AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
         }
@@ -263,10 +305,10 @@ public struct PayInService: Sendable {
             let zero = Funds(currency: card.currency, amount: 0)
             let held = purpose == .cardValidation ? zero : request.debitedFunds!
             return CheckedRequest(
-                card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0))
+                card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0),
+                attempt: named.attempt)
         }
-        let walletStamp = walletTurns.stamp(Identifier.scoped(clientId, request.creditedWalletId!))
-        guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!) else {
+        guard let wallet = named.wallet else {
             throw PaymentsError.invalid(
                 "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
         }
@@ -274,7 +316,8 @@ public struct PayInService: Sendable {
         let fees = request.fees!
         rules.credit(of: wallet.value, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
         try rules.check()
-        return CheckedRequest(card: card, wallet: wallet, walletStamp: walletStamp, debited: debited, fees: fees)
+        return CheckedRequest(
+            card: card, wallet: wallet, walletStamp: walletStamp, debited: debited, fees: fees, attempt: named.attempt)
     }
 
     /// The screen and colour values a browser can report (EMV 3-D Secure's ranges), and a short time zone offset.

@@ -62,6 +62,10 @@ public protocol RecordStore: Sendable {
     /// The record at `collection`/`id`, or nil.
     func get(_ collection: String, id: String) async throws -> Record?
 
+    /// The records at `keys`, in their order (nil for an absent one). A store that can read several records in one
+    /// round trip does (PostgreSQL); the default reads them one after another.
+    func get(many keys: [(collection: String, id: String)]) async throws -> [Record?]
+
     /// Applies `writes` atomically and durably.
     /// - Returns: the new version of each write, in order (0 for a delete).
     /// - Throws: ``StoreError`` `.conflict` when a condition fails (nothing applied),
@@ -89,6 +93,14 @@ public protocol RecordStore: Sendable {
 }
 
 extension RecordStore {
+    /// One ``get(_:id:)`` after another.
+    public func get(many keys: [(collection: String, id: String)]) async throws -> [Record?] {
+        var records: [Record?] = []
+        records.reserveCapacity(keys.count)
+        for key in keys { records.append(try await get(key.collection, id: key.id)) }
+        return records
+    }
+
     /// Without an order of queued writes: `whenQueued` runs once the commit is done (`true`) or failed (`false`).
     @discardableResult
     public func commit(

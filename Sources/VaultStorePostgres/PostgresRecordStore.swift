@@ -281,6 +281,33 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         return Record(collection: collection, id: id, version: UInt64(version), value: value)
     }
 
+    /// One statement (``PostgresPool/getManyStatement``) for all of `keys`: one job, one round trip.
+    public func get(many keys: [(collection: String, id: String)]) async throws -> [Record?] {
+        if keys.isEmpty { return [] }
+        if keys.count == 1 { return [try await get(keys[0].collection, id: keys[0].id)] }
+        for key in keys {
+            try RecordName.validate(key.collection, what: "collection")
+            try RecordName.validate(key.id, what: "record id")
+        }
+        let rows = try await pool.run(
+            PostgresPool.getManyStatement, [.textArray(keys.map(\.collection)), .textArray(keys.map(\.id))])
+        var records: [Record?] = []
+        records.reserveCapacity(keys.count)
+        for (key, found) in zip(keys, PostgresPool.splitGets(rows, count: keys.count)) {
+            guard !found.rows.isEmpty, let version = found.int64(0, 0), let keyVersion = found.int64(0, 1),
+                let sealed = found.bytes(0, 2)
+            else {
+                records.append(nil)
+                continue
+            }
+            let value = try await open(
+                collection: key.collection, id: key.id, version: UInt64(version),
+                keyVersion: UInt32(truncatingIfNeeded: keyVersion), sealed: sealed)
+            records.append(Record(collection: key.collection, id: key.id, version: UInt64(version), value: value))
+        }
+        return records
+    }
+
     /// The bounds of ids with `prefix` (ids are printable ASCII below 0x7F).
     private static func bounds(_ prefix: String, after: String?) -> [PostgresValue] {
         [.text(prefix), .text(prefix + "\u{7F}"), .text(after ?? "")]

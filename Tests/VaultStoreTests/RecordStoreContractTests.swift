@@ -34,6 +34,25 @@ import VaultStorePostgres
     }
 
     @Test(arguments: stores)
+    func manyReadsAnswerEachKeyInOrder(_ factory: StoreFactory) async throws {
+        let store = try await factory.make()
+        try await store.put("cards", id: "c1", value: [1], condition: .absent)
+        try await store.put("cards", id: "c1", value: [2], condition: .version(1))
+        try await store.put("users", id: "u1", value: [3], condition: .absent)
+        let found = try await store.get(many: [
+            ("users", "u1"), ("cards", "c2"), ("cards", "c1"), ("users", "c1"), ("cards", "c1"),
+        ])
+        #expect(
+            found == [
+                Record(collection: "users", id: "u1", version: 1, value: [3]), nil,
+                Record(collection: "cards", id: "c1", version: 2, value: [2]), nil,
+                Record(collection: "cards", id: "c1", version: 2, value: [2]),
+            ])
+        #expect(try await store.get(many: []) == [])
+        #expect(try await store.get(many: [("users", "u1")]) == [found[0]])
+    }
+
+    @Test(arguments: stores)
     func conditionsAreEnforced(_ factory: StoreFactory) async throws {
         let store = try await factory.make()
         try await store.put("cards", id: "c1", value: [1], condition: .absent)
@@ -290,6 +309,9 @@ final class SandboxedPostgresStore: RecordStore {
     init(sandbox: PostgresSandbox) { self.sandbox = sandbox }
     func get(_ collection: String, id: String) async throws -> Record? {
         try await sandbox.store.get(collection, id: id)
+    }
+    func get(many keys: [(collection: String, id: String)]) async throws -> [Record?] {
+        try await sandbox.store.store.get(many: keys)
     }
     func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await sandbox.store.commit(writes) }
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
