@@ -134,8 +134,8 @@ public final class RecordSweeper: Sendable {
     }
 
     /// The sweeper as two services: the record expiries every `interval` (after counting the store at once, or
-    /// taking the published counts while a slow count is not due, so `/metrics` shows every kind from the start), and the extra rounds (challenge deadlines, in-memory
-    /// expiries, cheap) every `roundsInterval`.
+    /// taking the published counts while a slow count is not due, so `/metrics` shows every kind from the start),
+    /// and the extra rounds (challenge deadlines, in-memory expiries, cheap) every `roundsInterval`.
     ///
     /// With several daemons on one store, the record expiries run only on the daemon that leads
     /// `record-sweeper` (`leadership`); the others take the counts it publishes (``adoptPublishedCounts()``), so
