@@ -473,25 +473,36 @@ final class PostgresPool: Sendable {
             JOIN cardvault_records r ON r.collection = u.collection AND r.id = u.id
             """)
 
-    /// The reads of `reads` that ``getManyStatement`` can do together, with its parameters; nil for fewer than two.
-    static func mergedGets(_ reads: [Job]) -> (jobs: [Int], parameters: [PostgresValue])? {
+    /// The record reads of a take that ``getManyStatement`` can do together: each job's index in `reads` and its
+    /// shape (nil for a ``PostgresRecordStore/getStatement`` job, one record; for a ``getManyStatement`` job, how many
+    /// its arrays hold), with the statement's parameters; nil for fewer than two jobs.
+    static func mergedGets(_ reads: [Job]) -> (jobs: [Int], shapes: [Int?], parameters: [PostgresValue])? {
         var jobs: [Int] = []
+        var shapes: [Int?] = []
         var collections: [String] = []
         var ids: [String] = []
-        for (index, job) in reads.enumerated() where job.statement == PostgresRecordStore.getStatement {
-            guard job.parameters.count == 2, case .text(let collection) = job.parameters[0],
-                case .text(let id) = job.parameters[1]
-            else { continue }
+        for (index, job) in reads.enumerated() where job.parameters.count == 2 {
+            switch (job.parameters[0], job.parameters[1]) {
+            case (.text(let collection), .text(let id)) where job.statement == PostgresRecordStore.getStatement:
+                collections.append(collection)
+                ids.append(id)
+                shapes.append(nil)
+            case (.textArray(let someCollections), .textArray(let someIds))
+            where job.statement == getManyStatement && someCollections.count == someIds.count:
+                collections += someCollections
+                ids += someIds
+                shapes.append(someIds.count)
+            default:
+                continue
+            }
             jobs.append(index)
-            collections.append(collection)
-            ids.append(id)
         }
         guard jobs.count >= 2 else { return nil }
-        return (jobs, [.textArray(collections), .textArray(ids)])
+        return (jobs, shapes, [.textArray(collections), .textArray(ids)])
     }
 
-    /// The rows of each read merged by ``mergedGets(_:)``, in the single read's columns (version, key version,
-    /// value), from the merged statement's rows (ordinal first, from 1).
+    /// Each record's rows from ``getManyStatement``'s rows (ordinal first, from 1), in the single read's columns
+    /// (version, key version, value).
     static func splitGets(_ rows: PostgresRows, count: Int) -> [PostgresRows] {
         var split = [PostgresRows](repeating: PostgresRows(rows: [], affected: 0), count: count)
         for row in rows.rows.indices {
@@ -499,6 +510,31 @@ final class PostgresPool: Sendable {
             split[Int(ordinal) - 1].rows.append(Array(rows.rows[row].dropFirst()))
         }
         return split
+    }
+
+    /// The answer of each job merged by ``mergedGets(_:)``, from the merged statement's rows: a single read's rows,
+    /// or a ``getManyStatement`` job's rows numbered by the positions in its own arrays.
+    static func answers(_ rows: PostgresRows, shapes: [Int?]) -> [PostgresRows] {
+        let records = splitGets(rows, count: shapes.reduce(0) { $0 + ($1 ?? 1) })
+        var answers: [PostgresRows] = []
+        answers.reserveCapacity(shapes.count)
+        var offset = 0
+        for shape in shapes {
+            guard let count = shape else {
+                answers.append(records[offset])
+                offset += 1
+                continue
+            }
+            var own = PostgresRows(rows: [], affected: 0)
+            for position in 0..<count {
+                for row in records[offset + position].rows {
+                    own.rows.append([PostgresValue.bigEndian(Int64(position + 1))] + row)
+                }
+            }
+            answers.append(own)
+            offset += count
+        }
+        return answers
     }
 
     /// Sends reads (record reads together in one statement, others each on its own) and commits (one statement
@@ -557,7 +593,7 @@ final class PostgresPool: Sendable {
         if let gets {
             switch outcomes[singles.count] {
             case .success(let rows):
-                for (index, rows) in zip(gets.jobs, Self.splitGets(rows, count: gets.jobs.count)) {
+                for (index, rows) in zip(gets.jobs, Self.answers(rows, shapes: gets.shapes)) {
                     reads[index].waiter.resume(returning: rows)
                 }
             case .failure(let error):

@@ -55,4 +55,48 @@ import VaultStore
             }
         }
     }
+
+    /// Reads of several records (``PostgresRecordStore/get(many:)``) go in the same statement as single reads taken
+    /// with them, and each gets its own records in its own order.
+    @Test func manyReadsTakenWithSingleReadsGetTheirOwnRecords() async throws {
+        let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
+        let store = sandbox.store.store
+        for index in 0..<16 { try await store.put("regs", id: "r\(index)", value: [UInt8(index)], condition: .absent) }
+        let pool = store.pool
+        let jobs = 24
+        let holding = Locked(false)
+        let hold = Task {
+            try await pool.session { _ in
+                holding.withLock { $0 = true }
+                let deadline = Date().addingTimeInterval(10)
+                while pool.queuedCount < jobs, Date() < deadline { usleep(1000) }
+                return PostgresRows(rows: [], affected: 0)
+            }
+        }
+        while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+        // Even jobs read three records (present, absent, present again); odd ones read one.
+        let found = try await withThrowingTaskGroup(of: (Int, [Record?]).self) { group in
+            for job in 0..<jobs {
+                group.addTask {
+                    let id = job % 16
+                    if job % 2 == 0 {
+                        let keys = [("regs", "r\(id)"), ("regs", "absent\(job)"), ("regs", "r\((id + 1) % 16)")]
+                        return (job, try await store.get(many: keys.map { (collection: $0.0, id: $0.1) }))
+                    }
+                    return (job, [try await store.get("regs", id: "r\(id)")])
+                }
+            }
+            return try await group.reduce(into: [Int: [Record?]]()) { $0[$1.0] = $1.1 }
+        }
+        _ = try await hold.value
+        for job in 0..<jobs {
+            let id = job % 16
+            let values = (found[job] ?? []).map { $0?.value }
+            if job % 2 == 0 {
+                #expect(values == [[UInt8(id)], nil, [UInt8((id + 1) % 16)]], "job \(job)")
+            } else {
+                #expect(values == [[UInt8(id)]], "job \(job)")
+            }
+        }
+    }
 }
