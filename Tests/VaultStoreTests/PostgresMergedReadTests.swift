@@ -8,6 +8,22 @@ import VaultStore
 /// Record reads taken together by a pool connection go as one statement (`cv_get_many`): each read still gets
 /// its own record, nothing for an absent one, and the same record for two reads of one id.
 @Suite struct PostgresMergedReadTests {
+    /// Holds the pool's one connection (a session job) until `jobs` jobs are queued behind it, so that its next take
+    /// holds them together; returns once the connection is held, with the session's task.
+    private func holdConnection(of pool: PostgresPool, until jobs: Int) async throws -> Task<PostgresRows, any Error> {
+        let holding = Locked(false)
+        let hold = Task {
+            try await pool.session { _ in
+                holding.withLock { $0 = true }
+                let deadline = Date().addingTimeInterval(10)
+                while pool.queuedCount < jobs, Date() < deadline { usleep(1000) }
+                return PostgresRows(rows: [], affected: 0)
+            }
+        }
+        while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+        return hold
+    }
+
     @Test func readsTakenTogetherEachGetTheirOwnRecord() async throws {
         let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
         let store = sandbox.store.store
@@ -19,17 +35,7 @@ import VaultStore
         let reads = 128
         for _ in 0..<3 {
             // The pool's one connection is held until every read is queued, so its next takes hold 64 reads each.
-            let pool = store.pool
-            let holding = Locked(false)
-            let hold = Task {
-                try await pool.session { _ in
-                    holding.withLock { $0 = true }
-                    let deadline = Date().addingTimeInterval(10)
-                    while pool.queuedCount < reads, Date() < deadline { usleep(1000) }
-                    return PostgresRows(rows: [], affected: 0)
-                }
-            }
-            while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+            let hold = try await holdConnection(of: store.pool, until: reads)
             let found = try await withThrowingTaskGroup(of: (Int, Record?).self) { group in
                 // Ids 0..<48 are present in the collection they were written to, 48..<64 absent; reads 64..<128
                 // ask for the same ids in the other collection, where none is present.
@@ -62,18 +68,8 @@ import VaultStore
         let sandbox = try PostgresSandbox(options: { PostgresStoreOptions(uri: $0, poolSize: 1) })
         let store = sandbox.store.store
         for index in 0..<16 { try await store.put("regs", id: "r\(index)", value: [UInt8(index)], condition: .absent) }
-        let pool = store.pool
         let jobs = 24
-        let holding = Locked(false)
-        let hold = Task {
-            try await pool.session { _ in
-                holding.withLock { $0 = true }
-                let deadline = Date().addingTimeInterval(10)
-                while pool.queuedCount < jobs, Date() < deadline { usleep(1000) }
-                return PostgresRows(rows: [], affected: 0)
-            }
-        }
-        while !holding.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(1)) }
+        let hold = try await holdConnection(of: store.pool, until: jobs)
         // Even jobs read three records (present, absent, present again); odd ones read one.
         let found = try await withThrowingTaskGroup(of: (Int, [Record?]).self) { group in
             for job in 0..<jobs {
