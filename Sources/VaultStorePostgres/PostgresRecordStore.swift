@@ -270,7 +270,12 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     public func get(_ collection: String, id: String) async throws -> Record? {
         try RecordName.validate(collection, what: "collection")
         try RecordName.validate(id, what: "record id")
-        let rows = try await pool.run(Self.getStatement, [.text(collection), .text(id)])
+        return try await record(
+            collection, id, from: try await pool.run(Self.getStatement, [.text(collection), .text(id)]))
+    }
+
+    /// The record of `collection`/`id` from a read's rows (version, key version, sealed value), opened; nil for none.
+    private func record(_ collection: String, _ id: String, from rows: PostgresRows) async throws -> Record? {
         guard !rows.rows.isEmpty, let version = rows.int64(0, 0), let keyVersion = rows.int64(0, 1),
             let sealed = rows.bytes(0, 2)
         else { return nil }
@@ -294,16 +299,7 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         var records: [Record?] = []
         records.reserveCapacity(keys.count)
         for (key, found) in zip(keys, PostgresPool.splitGets(rows, count: keys.count)) {
-            guard !found.rows.isEmpty, let version = found.int64(0, 0), let keyVersion = found.int64(0, 1),
-                let sealed = found.bytes(0, 2)
-            else {
-                records.append(nil)
-                continue
-            }
-            let value = try await open(
-                collection: key.collection, id: key.id, version: UInt64(version),
-                keyVersion: UInt32(truncatingIfNeeded: keyVersion), sealed: sealed)
-            records.append(Record(collection: key.collection, id: key.id, version: UInt64(version), value: value))
+            records.append(try await record(key.collection, key.id, from: found))
         }
         return records
     }
