@@ -204,12 +204,13 @@ struct PayInRiskHistory: Sendable {
         return events
     }
 
-    /// The index writes recording an attempt (made when the transaction is created).
+    /// The index writes recording an attempt (made when the transaction is created). Like the outcome's, each
+    /// is named after the transaction and written once, so it is created `.absent`.
     static func attemptWrites(clientId: String, keys: Keys, transactionId: String, now: Int64) -> [RecordWrite] {
         dimensions(keys).map { dimension, value in
             .put(
                 collection: attempts, id: prefix(clientId, dimension, value) + stamp(now) + ":" + transactionId,
-                value: Array(keys.fingerprint.utf8), condition: .unconditional)
+                value: Array(keys.fingerprint.utf8), condition: .absent)
         }
     }
 
@@ -223,13 +224,13 @@ struct PayInRiskHistory: Sendable {
                 .put(
                     collection: successes,
                     id: prefix(clientId, "user", keys.userId) + currency + ":" + stamp(now) + ":" + transactionId,
-                    value: Array(String(amount).utf8), condition: .unconditional)
+                    value: Array(String(amount).utf8), condition: .absent)
             ]
         }
         return [("card", keys.fingerprint), ("user", keys.userId)].map { dimension, value in
             .put(
                 collection: failures, id: prefix(clientId, dimension, value) + stamp(now) + ":" + transactionId,
-                value: [], condition: .unconditional)
+                value: [], condition: .absent)
         }
     }
 }

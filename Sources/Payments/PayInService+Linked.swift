@@ -79,13 +79,14 @@ extension PayInService {
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
+        // Named after the new transaction, so created `.absent`, as in ``create(clientId:request:purpose:)``.
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
         extra += TransactionIndex.writes(for: payIn)
         if let card = linked.card {
             extra.append(
                 .put(
                     collection: Self.byCard, id: Identifier.indexed(clientId, card.id, payIn.id),
-                    value: Array(PayInStateMachine.Purpose.payIn.rawValue.utf8), condition: .unconditional))
+                    value: Array(PayInStateMachine.Purpose.payIn.rawValue.utf8), condition: .absent))
         }
         if actions.contains(.presentChallenge) {
             payIn.secureModeNeeded = true
@@ -93,11 +94,12 @@ extension PayInService {
             extra.append(
                 .put(
                     collection: Self.awaiting, id: Self.awaitingId(payIn),
-                    value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
+                    value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .absent))
         }
         // PAYIN_NORMAL_CREATED and the final event come from `apply`, as for every pay-in.
         extra += try await extraWrites(payIn)
-        payIn = try await apply(actions, to: payIn, previousVersion: nil, extra: extra, keys: keys)
+        payIn = try await apply(
+            actions, to: payIn, previousVersion: nil, extra: extra, keys: keys, cardValidity: linked.card?.validity)
         if environment.logger.minimumLevel <= .info {
             environment.logger.info(
                 "pay-in created",

@@ -140,13 +140,16 @@ public struct PayInService: Sendable {
         payIn.challengeDisplay = request.challengeDisplay
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
+        // Every record below is named after the new transaction's id, so it is created `.absent`: it cannot exist yet
+        // (the batch that creates the transaction is atomic), and a store that seals each record under its version
+        // (PostgreSQL) needs no read of the versions before the commit, as it would for `.unconditional` puts.
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
         extra += TransactionIndex.writes(for: payIn)
         extra += try holdCreationWrites(payIn)
         extra.append(
             .put(
                 collection: Self.byCard, id: Identifier.indexed(clientId, payIn.cardId, payIn.id),
-                value: Array(purpose.rawValue.utf8), condition: .unconditional))
+                value: Array(purpose.rawValue.utf8), condition: .absent))
         if let reference = request.profilingAttemptReference, attempt != nil {
             let assessment = PayInAssessment(
                 transactionId: payIn.id, score: risk.score, decision: risk.decision, reasons: risk.reasons,
@@ -154,7 +157,7 @@ public struct PayInService: Sendable {
             extra.append(
                 .put(
                     collection: Self.assessments, id: Identifier.indexed(clientId, reference, payIn.id),
-                    value: try RecordCoding.encode(assessment), condition: .unconditional))
+                    value: try RecordCoding.encode(assessment), condition: .absent))
         }
         if case .transitioned(let actions) = outcome, actions.contains(.presentChallenge) {
             payIn.secureModeNeeded = true
@@ -162,14 +165,15 @@ public struct PayInService: Sendable {
             extra.append(
                 .put(
                     collection: Self.awaiting, id: Self.awaitingId(payIn),
-                    value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .unconditional))
+                    value: Array(String(Int64(deadline.timeIntervalSince1970)).utf8), condition: .absent))
         }
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
         payIn = try await apply(
             actions, to: payIn, previousVersion: nil, extra: extra, keys: keys,
-            validatedWallet: checked.wallet.map { ValidatedWallet(stored: $0, stamp: checked.walletStamp) })
+            validatedWallet: checked.wallet.map { ValidatedWallet(stored: $0, stamp: checked.walletStamp) },
+            cardValidity: checked.card.validity, hookedEvents: checked.hooked)
         environment.metrics.created(payIn, risk: risk)
         if environment.logger.minimumLevel <= .info {  // no metadata dictionary when the line is not written
             environment.logger.info(
@@ -198,9 +202,11 @@ public struct PayInService: Sendable {
         var fees: Funds
         /// The profiling attempt the request names, when it exists.
         var attempt: ProfilingAttempt?
+        /// The types of ``stepEventTypes(_:)`` the client has a hook for, read with the named records.
+        var hooked: Set<EventType>
     }
 
-    /// What a new transaction names, as ``readNamed(clientId:cardId:authorId:walletId:reference:)`` found it (a
+    /// What a new transaction names, as ``readNamed(clientId:cardId:authorId:walletId:reference:eventTypes:)`` found it (a
     /// struct, not a tuple: see ``Stored``).
     private struct NamedRecords {
         var card: Card?
@@ -208,13 +214,16 @@ public struct PayInService: Sendable {
         var author: Record?
         var wallet: Stored<Wallet>?
         var attempt: ProfilingAttempt?
+        /// Which of the event types asked for the client has a hook for.
+        var hooked: Set<EventType>
     }
 
     /// The records a new transaction names, read together (one round trip on PostgreSQL): its card, its author, its
-    /// credited wallet (when `walletId` is given) and its profiling attempt (when `reference` is given). A malformed
-    /// id is not read: it names nothing.
+    /// credited wallet (when `walletId` is given) and its profiling attempt (when `reference` is given), and the
+    /// client's hooks for `eventTypes`. A malformed id is not read: it names nothing.
     private func readNamed(
-        clientId: String, cardId: String, authorId: String, walletId: String?, reference: String?
+        clientId: String, cardId: String, authorId: String, walletId: String?, reference: String?,
+        eventTypes: [EventType]
     ) async throws -> NamedRecords {
         func key(_ collection: String, _ id: String?) -> (collection: String, id: String)? {
             guard let id, Identifier.isWellFormed(id) else { return nil }
@@ -224,14 +233,17 @@ public struct PayInService: Sendable {
             key(Collections.cards, cardId), key(Collections.users, authorId), key(Collections.wallets, walletId),
             key(Collections.profilingAttempts, reference),
         ]
-        var found = try await environment.store.get(many: wanted.compactMap { $0 }).makeIterator()
+        let hookKeys = EventLog.hookKeys(clientId: clientId, types: eventTypes)
+        let read = try await environment.store.get(many: wanted.compactMap { $0 } + hookKeys)
+        var found = read.dropLast(hookKeys.count).makeIterator()
         let records = wanted.map { $0 == nil ? nil : found.next() ?? nil }
         return NamedRecords(
             card: try records[0].map { try RecordCoding.decode(Card.self, from: $0) }, author: records[1],
             wallet: try records[2].map {
                 Stored(value: try RecordCoding.decode(Wallet.self, from: $0), version: $0.version)
             },
-            attempt: try records[3].map { try RecordCoding.decode(ProfilingAttempt.self, from: $0) })
+            attempt: try records[3].map { try RecordCoding.decode(ProfilingAttempt.self, from: $0) },
+            hooked: EventLog.hooked(eventTypes, Array(read.suffix(hookKeys.count))))
     }
 
     private func validate(
@@ -290,7 +302,8 @@ public struct PayInService: Sendable {
             purpose == .payIn ? walletTurns.stamp(Identifier.scoped(clientId, request.creditedWalletId!)) : nil
         let named = try await readNamed(
             clientId: clientId, cardId: request.cardId!, authorId: request.authorId!,
-            walletId: purpose == .payIn ? request.creditedWalletId : nil, reference: request.profilingAttemptReference)
+            walletId: purpose == .payIn ? request.creditedWalletId : nil, reference: request.profilingAttemptReference,
+            eventTypes: Self.stepEventTypes(purpose))
         guard let card = named.card else {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
@@ -306,7 +319,7 @@ public struct PayInService: Sendable {
             let held = purpose == .cardValidation ? zero : request.debitedFunds!
             return CheckedRequest(
                 card: card, wallet: nil, debited: held, fees: Funds(currency: held.currency, amount: 0),
-                attempt: named.attempt)
+                attempt: named.attempt, hooked: named.hooked)
         }
         guard let wallet = named.wallet else {
             throw PaymentsError.invalid(
@@ -317,7 +330,8 @@ public struct PayInService: Sendable {
         rules.credit(of: wallet.value, debited: debited, fees: fees, creditedUserId: request.creditedUserId)
         try rules.check()
         return CheckedRequest(
-            card: card, wallet: wallet, walletStamp: walletStamp, debited: debited, fees: fees, attempt: named.attempt)
+            card: card, wallet: wallet, walletStamp: walletStamp, debited: debited, fees: fees, attempt: named.attempt,
+            hooked: named.hooked)
     }
 
     /// The screen and colour values a browser can report (EMV 3-D Secure's ranges), and a short time zone offset.
@@ -564,10 +578,22 @@ public struct PayInService: Sendable {
         }
     }
 
+    /// The event types that ``eventWrites(_:created:environment:hooked:)`` may write for a transaction of `purpose`
+    /// (none for those that write theirs in ``authorizationEventWrites(_:isNew:)``).
+    static func stepEventTypes(_ purpose: PayInStateMachine.Purpose) -> [EventType] {
+        switch purpose {
+        case .payIn: [.payInNormalCreated, .payInNormalSucceeded, .payInNormalFailed]
+        case .cardValidation: [.cardValidationCreated, .cardValidationSucceeded, .cardValidationFailed]
+        default: []
+        }
+    }
+
     /// The events of a transaction's step, for its batch: `…_CREATED` when it is new, then `…_SUCCEEDED` or
     /// `…_FAILED` when the step made it final.
+    /// - Parameter hooked: the types of ``stepEventTypes(_:)`` the client has a hook for, when the caller read them
+    ///   (nil: they are read here).
     static func eventWrites(
-        _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment
+        _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment, hooked: Set<EventType>? = nil
     ) async throws -> [RecordWrite] {
         // Preauthorizations, deposits and the pay-ins that capture them write theirs in authorizationEventWrites.
         let purpose = payIn.machine.purpose
@@ -579,6 +605,10 @@ public struct PayInService: Sendable {
         case .succeeded: types.append(isPayIn ? .payInNormalSucceeded : .cardValidationSucceeded)
         case .failed: types.append(isPayIn ? .payInNormalFailed : .cardValidationFailed)
         case .created, .awaitingChallenge: break
+        }
+        if let hooked {
+            return try EventLog.writes(
+                types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment, hooked: hooked)
         }
         return try await EventLog.writes(
             types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
@@ -594,10 +624,15 @@ public struct PayInService: Sendable {
     /// - Parameter validatedWallet: the credited wallet as the caller read it, after a stamp of the wallet's
     ///   turns: the first attempt credits that copy instead of reading the wallet again when no change of the
     ///   wallet took a turn since the stamp (``HotRecordQueue/Turn/untouchedSinceStamp``).
+    /// - Parameter cardValidity: the card's validity as the caller read it, if it did. A card that was VALID or
+    ///   INVALID then still is (validity never goes back to UNKNOWN), so it is not read again to be marked.
+    /// - Parameter hookedEvents: the event types the client has a hook for, when the caller read them
+    ///   (``eventWrites(_:created:environment:hooked:)``).
     func apply(
         _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
         conflictEndsAttempt: Bool = false, keys: PayInRiskHistory.Keys? = nil,
-        validatedWallet: ValidatedWallet? = nil
+        validatedWallet: ValidatedWallet? = nil, cardValidity: CardValidity? = nil,
+        hookedEvents: Set<EventType>? = nil
     )
         async throws -> PayIn
     {
@@ -618,7 +653,8 @@ public struct PayInService: Sendable {
         // gets them one after another, sharing group commits, instead of conflicting. A conflict on the wallet
         // reads it again (the helper's retry, which takes a new turn); one on the transaction itself
         // goes to the caller, which must re-run the state machine on the new state.
-        let eventWrites = try await Self.eventWrites(payIn, created: previousVersion == nil, environment: environment)
+        let eventWrites = try await Self.eventWrites(
+            payIn, created: previousVersion == nil, environment: environment, hooked: hookedEvents)
         let walletKey =
             actions.contains(.creditWallet)
             ? payIn.creditedWalletId.map { Identifier.scoped(payIn.clientId, $0) } : nil
@@ -699,7 +735,7 @@ public struct PayInService: Sendable {
             return .success(payIn)
         }
         let result = try written.get()
-        for case .markCard(let valid) in actions {
+        for case .markCard(let valid) in actions where cardValidity ?? .unknown == .unknown {
             await markCard(clientId: result.clientId, cardId: result.cardId, valid: valid)
         }
         return result

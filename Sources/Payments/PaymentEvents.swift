@@ -113,15 +113,41 @@ public enum EventLog {
             random: environment.random, stamps: environment.eventStamps, queued: hooked != nil)
     }
 
-    /// The writes for each of `types` in order (``writes(_:resourceId:clientId:environment:)``).
+    /// The writes for each of `types` in order (``writes(_:resourceId:clientId:environment:)``), with the hooks of
+    /// all the types looked up in one read (``RecordStore/get(many:)``: one round trip on PostgreSQL, not one per type).
     public static func writes(
         _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment
     ) async throws -> [RecordWrite] {
+        let found = try await environment.store.get(many: hookKeys(clientId: clientId, types: types))
+        return try writes(
+            types, resourceId: resourceId, clientId: clientId, environment: environment,
+            hooked: hooked(types, found))
+    }
+
+    /// The writes for each of `types` in order, with an outbox entry for those in `hooked`: the types the client had
+    /// a hook for when the change was prepared, looked up by the caller with ``hookKeys(clientId:types:)`` (in a read
+    /// it makes anyway) and ``hooked(_:_:)``.
+    public static func writes(
+        _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment,
+        hooked: Set<EventType>
+    ) throws -> [RecordWrite] {
         var writes: [RecordWrite] = []
         for type in types {
-            writes += try await self.writes(type, resourceId: resourceId, clientId: clientId, environment: environment)
+            writes += try self.writes(
+                clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
+                random: environment.random, stamps: environment.eventStamps, queued: hooked.contains(type))
         }
         return writes
+    }
+
+    /// The ``Collections/hooksByEvent`` entries of `types` for the client, to read (with ``RecordStore/get(many:)``).
+    public static func hookKeys(clientId: String, types: [EventType]) -> [(collection: String, id: String)] {
+        types.map { (Collections.hooksByEvent, hookKey(clientId: clientId, type: $0)) }
+    }
+
+    /// The types among `types` that have a hook, from the records read at ``hookKeys(clientId:types:)`` (in order).
+    public static func hooked(_ types: [EventType], _ found: [Record?]) -> Set<EventType> {
+        Set(zip(types, found).compactMap { type, record in record == nil ? nil : type })
     }
 
     /// The id of the client's hook for `type` in ``Collections/hooksByEvent`` (its value is the hook's id).

@@ -82,7 +82,7 @@ extension PayInService {
         return [
             .put(
                 collection: Collections.holdsExpiring, id: Self.holdEntryId(payIn),
-                value: Array(String(hold.expiresAt).utf8), condition: .unconditional)
+                value: Array(String(hold.expiresAt).utf8), condition: .absent)
         ]
     }
 

@@ -112,7 +112,8 @@ public struct TransactionFilter: Sendable, Equatable {
 
 /// The index entries that list a transaction under the users and wallets it concerns
 /// (``Collections/transactionsByUser``, ``Collections/transactionsByWallet``). They are written in the batch that
-/// creates the transaction; the value says which collection holds it (`p` pay-ins, `r` refunds).
+/// creates the transaction, `.absent` (each is named after the new transaction); the value says which collection
+/// holds it (`p` pay-ins, `r` refunds).
 public enum TransactionIndex {
     static let payInMark: [UInt8] = [UInt8(ascii: "p")]
     static let refundMark: [UInt8] = [UInt8(ascii: "r")]
@@ -125,14 +126,14 @@ public enum TransactionIndex {
         var writes = users.map {
             RecordWrite.put(
                 collection: Collections.transactionsByUser, id: Identifier.indexed(payIn.clientId, $0, payIn.id),
-                value: payInMark, condition: .unconditional)
+                value: payInMark, condition: .absent)
         }
         if let wallet = payIn.creditedWalletId {
             writes.append(
                 .put(
                     collection: Collections.transactionsByWallet,
                     id: Identifier.indexed(payIn.clientId, wallet, payIn.id), value: payInMark,
-                    condition: .unconditional))
+                    condition: .absent))
         }
         return writes
     }
@@ -144,13 +145,13 @@ public enum TransactionIndex {
         var writes = users.map {
             RecordWrite.put(
                 collection: Collections.transactionsByUser, id: Identifier.indexed(refund.clientId, $0, refund.id),
-                value: refundMark, condition: .unconditional)
+                value: refundMark, condition: .absent)
         }
         writes.append(
             .put(
                 collection: Collections.transactionsByWallet,
                 id: Identifier.indexed(refund.clientId, refund.debitedWalletId, refund.id), value: refundMark,
-                condition: .unconditional))
+                condition: .absent))
         return writes
     }
 }

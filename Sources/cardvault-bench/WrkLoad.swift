@@ -10,11 +10,15 @@ struct WrkLoad {
     var scriptArguments: [String] = []
     /// One wrk thread per connection, for scripts that follow a connection's state (flows).
     var threadPerConnection = false
+    /// wrk threads when set (at most `connections`), whatever `threadPerConnection` says.
+    var threadCount: Int?
 
-    /// wrk threads: one per connection up to the machine's cores (wrk needs threads ≤ connections),
-    /// or one per connection when the script keeps per-connection state.
+    /// wrk threads: `threadCount`, or one per connection up to the machine's cores (wrk needs threads ≤
+    /// connections), or one per connection when the script keeps per-connection state.
     var threads: Int {
-        threadPerConnection ? connections : min(connections, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        if let threadCount { return min(max(1, threadCount), connections) }
+        return threadPerConnection
+            ? connections : min(connections, max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// What a script reports after a run.

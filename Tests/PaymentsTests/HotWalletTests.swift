@@ -57,6 +57,35 @@ import VaultStore
         #expect(store.walletReads == 2)
     }
 
+    /// A frictionless pay-in with a card of known validity reads the store once before its commit: the records it
+    /// names and its events' hooks in one ``RecordStore/get(many:)`` (one round trip on PostgreSQL), no single read,
+    /// and no `.unconditional` put (whose version PostgreSQL would read before sealing it). The card's first pay-in
+    /// also reads the card again to mark it VALID.
+    @Test func aPayInReadsWhatItNeedsInOneRoundTrip() async throws {
+        let store = RoundTripCountingStore()
+        let shop = try await WalletWritersTests.Shop.open(
+            store: store, fingerprintKeys: DerivedFingerprintKeys(secret: .random()))
+        let hook = RecordWrite.put(
+            collection: Collections.hooksByEvent, id: EventLog.hookKey(clientId: "shop", type: .payInNormalSucceeded),
+            value: Array("hook_1".utf8), condition: .absent)
+        try await store.commit([hook])
+        store.reset()
+        #expect(try await shop.pay(1000, through: shop.services)?.status == "SUCCEEDED")
+        #expect(store.counts.singleReads == [Collections.cards])
+        #expect(store.counts.manyReads == 1)
+        store.reset()
+        let second = try #require(try await shop.pay(2000, through: shop.services))
+        #expect(second.status == "SUCCEEDED")
+        let counts = store.counts
+        #expect(counts.singleReads == [] && counts.manyReads == 1)
+        #expect(counts.commits == 1 && counts.unconditionalPuts == 0)
+        // The hooks came with that read: SUCCEEDED (hooked) is queued for delivery, CREATED is not.
+        let queued = try await store.scanAll(Collections.eventOutbox).map {
+            try RecordCoding.decode(PaymentEvent.self, from: $0)
+        }
+        #expect(queued.filter { $0.resourceId == second.id }.map(\.eventType) == [.payInNormalSucceeded])
+    }
+
     /// A stamp taken before reading a record says, at the next turn, whether the copy is as current as a read in
     /// the turn: no change of the record (or of its stripe) took a turn since, and none was under way.
     @Test func aStampSaysWhetherACopyReadAfterItIsStillCurrent() async throws {
@@ -139,6 +168,51 @@ final class WalletReadCountingStore: RecordStore {
     }
 
     func commit(_ writes: [RecordWrite]) async throws -> [UInt64] { try await inner.commit(writes) }
+
+    func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
+        try await inner.scan(collection, prefix: prefix, after: after, limit: limit)
+    }
+}
+
+/// Counts the reads a caller makes of an in-memory store, as a store with a round trip per call would see them:
+/// single reads (by collection) and ``RecordStore/get(many:)`` calls, and the commits with their `.unconditional` puts.
+final class RoundTripCountingStore: RecordStore {
+    struct Counts {
+        var singleReads: [String] = []
+        var manyReads = 0
+        var commits = 0
+        var unconditionalPuts = 0
+    }
+
+    let inner = InMemoryRecordStore()
+    private let state = Locked(Counts())
+
+    var counts: Counts { state.withLock { $0 } }
+
+    func reset() { state.withLock { $0 = Counts() } }
+
+    func get(_ collection: String, id: String) async throws -> Record? {
+        state.withLock { $0.singleReads.append(collection) }
+        return try await inner.get(collection, id: id)
+    }
+
+    func get(many keys: [(collection: String, id: String)]) async throws -> [Record?] {
+        state.withLock { $0.manyReads += 1 }
+        return try await inner.get(many: keys)
+    }
+
+    @discardableResult
+    func commit(_ writes: [RecordWrite]) async throws -> [UInt64] {
+        state.withLock { counts in
+            counts.commits += 1
+            counts.unconditionalPuts +=
+                writes.filter {
+                    if case .put = $0, $0.condition == .unconditional { return true }
+                    return false
+                }.count
+        }
+        return try await inner.commit(writes)
+    }
 
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) async throws -> [Record] {
         try await inner.scan(collection, prefix: prefix, after: after, limit: limit)
