@@ -36,7 +36,6 @@ public enum TokenizationResult: Sendable, Equatable {
 /// Card registrations: creation by the merchant, tokenization by the browser, completion by the merchant.
 public struct CardRegistrationService: Sendable {
     let environment: PaymentsEnvironment
-    let users: UserService
     let securityCodes: SecurityCodeHold
     let rateLimiter: TokenizationRateLimiter
 
@@ -47,7 +46,6 @@ public struct CardRegistrationService: Sendable {
     public init(environment: PaymentsEnvironment, securityCodes: SecurityCodeHold, rateLimiter: TokenizationRateLimiter)
     {
         self.environment = environment
-        self.users = UserService(environment: environment)
         self.securityCodes = securityCodes
         self.rateLimiter = rateLimiter
     }
@@ -74,7 +72,14 @@ public struct CardRegistrationService: Sendable {
         rules.oneOf(cardType, Self.cardTypes, "CardType")
         rules.length(tag, "Tag")
         try rules.check()
-        guard try await users.exists(clientId: clientId, id: userId!) else {
+        // The user (presence only) and the hook for the event, in one read (one round trip on PostgreSQL).
+        let events: [EventType] = [.cardRegistrationCreated]
+        let found =
+            Identifier.isWellFormed(userId!)
+            ? try await environment.store.get(
+                many: [(Collections.users, Identifier.scoped(clientId, userId!))]
+                    + EventLog.hookKeys(clientId: clientId, types: events)) : [nil]
+        guard found[0] != nil else {
             throw PaymentsError.invalid("UserId", "The user \(Identifier.printable(userId!)) does not exist.")
         }
         let registration = CardRegistration(
@@ -100,8 +105,8 @@ public struct CardRegistrationService: Sendable {
             try await environment.store.commit(
                 writes
                     + EventLog.writes(
-                        .cardRegistrationCreated, resourceId: registration.id, clientId: clientId,
-                        environment: environment))
+                        events, resourceId: registration.id, clientId: clientId, environment: environment,
+                        hooked: EventLog.hooked(events, Array(found.dropFirst()))))
         }
         return registration
     }
@@ -322,11 +327,18 @@ public struct CardRegistrationService: Sendable {
             exhausted: PaymentsError(
                 .concurrentChange, "The card registration kept changing under this request; nothing was written")
         ) {
-            guard let found = try await read(clientId: clientId, id: id) else {
+            // The registration and the hooks for the events its completion may write, in one read.
+            let events: [EventType] = [.cardRegistrationValidated, .cardRegistrationError]
+            guard Identifier.isWellFormed(clientId), Identifier.isWellFormed(id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)
             }
-            let registration = found.value
-            let version = found.version
+            let read = try await environment.store.get(
+                many: [(Collections.registrations, Identifier.scoped(clientId, id))]
+                    + EventLog.hookKeys(clientId: clientId, types: events))
+            guard let record = read[0] else { throw PaymentsError.notFound("CardRegistration", id: id) }
+            let hooked = EventLog.hooked(events, Array(read.dropFirst()))
+            let registration = try RecordCoding.decode(CardRegistration.self, from: record)
+            let version = record.version
             var updated = registration
             if let cardHolderName { updated.cardHolderName = cardHolderName }
             if let tag { updated.tag = tag }
@@ -347,8 +359,9 @@ public struct CardRegistrationService: Sendable {
                     "RegistrationData",
                     "The card registration has already been processed (status \(registration.status.rawValue)).")
             case .fail(let result):
-                writes += try await EventLog.writes(
-                    .cardRegistrationError, resourceId: id, clientId: clientId, environment: environment)
+                writes += try EventLog.writes(
+                    [.cardRegistrationError], resourceId: id, clientId: clientId, environment: environment,
+                    hooked: hooked)
                 updated.status = .error
                 updated.result = result
                 updated.registrationData = registrationData
@@ -360,8 +373,9 @@ public struct CardRegistrationService: Sendable {
                     securityCodes.discard(clientId: clientId, cardId: pending.cardId)
                 }
             case .validate(let pending):
-                writes += try await EventLog.writes(
-                    .cardRegistrationValidated, resourceId: id, clientId: clientId, environment: environment)
+                writes += try EventLog.writes(
+                    [.cardRegistrationValidated], resourceId: id, clientId: clientId, environment: environment,
+                    hooked: hooked)
                 updated.status = .validated
                 updated.result = .success
                 updated.registrationData = registrationData

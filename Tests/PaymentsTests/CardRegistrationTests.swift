@@ -8,6 +8,49 @@ import VaultStore
 @testable import Payments
 
 @Suite struct CardRegistrationTests {
+    /// Creating a registration and completing it each read the store once before their commit (the user or the
+    /// registration, with the hooks of the events they write: one round trip on PostgreSQL), and the completion's
+    /// event is queued for delivery only when its type has a hook.
+    @Test func creationAndCompletionEachReadTheStoreOnce() async throws {
+        let store = RoundTripCountingStore()
+        let services = WalletWritersTests.Shop.services(
+            store: store, fingerprintKeys: DerivedFingerprintKeys(secret: .random()))
+        var fields = UserFields()
+        fields.firstName = "Pay"
+        fields.lastName = "Er"
+        fields.email = "payer@example.com"
+        let payer = try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+        try await store.commit([
+            .put(
+                collection: Collections.hooksByEvent,
+                id: EventLog.hookKey(clientId: "shop", type: .cardRegistrationValidated), value: Array("hook_1".utf8),
+                condition: .absent)
+        ])
+        store.reset()
+        let registration = try await services.cardRegistrations.create(
+            clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
+        #expect(store.counts.singleReads == [] && store.counts.manyReads == 1 && store.counts.commits == 1)
+        guard
+            case .success(let token, _) = try await services.cardRegistrations.tokenize(
+                clientId: "shop", id: registration.id,
+                form: TokenizationForm(
+                    data: registration.preregistrationData, accessKeyRef: registration.accessKey,
+                    cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
+                signals: DeviceSignals(ipAddress: "192.0.2.7"))
+        else { throw PaymentsError(.invalidState, "tokenization failed") }
+        store.reset()
+        let completed = try await services.cardRegistrations.update(
+            clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
+            cardHolderName: nil, tag: nil)
+        #expect(completed.status == .validated)
+        #expect(store.counts.singleReads == [] && store.counts.manyReads == 1 && store.counts.commits == 1)
+        let queued = try await store.scanAll(Collections.eventOutbox).map {
+            try RecordCoding.decode(PaymentEvent.self, from: $0)
+        }
+        #expect(queued.map(\.eventType) == [.cardRegistrationValidated])
+        #expect(queued.map(\.resourceId) == [registration.id])
+    }
+
     @Test func createdRegistrationPointsAtTheVaultsTokenizationURL() async throws {
         let fixture = PaymentsFixture()
         let registration = try await fixture.registration()
