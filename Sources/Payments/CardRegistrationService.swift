@@ -74,12 +74,9 @@ public struct CardRegistrationService: Sendable {
         try rules.check()
         // The user (presence only) and the hook for the event, in one read (one round trip on PostgreSQL).
         let events: [EventType] = [.cardRegistrationCreated]
-        let found =
-            Identifier.isWellFormed(userId!)
-            ? try await environment.store.get(
-                many: [(Collections.users, Identifier.scoped(clientId, userId!))]
-                    + EventLog.hookKeys(clientId: clientId, types: events)) : [nil]
-        guard found[0] != nil else {
+        let user = Identifier.isWellFormed(userId!) ? [(Collections.users, Identifier.scoped(clientId, userId!))] : []
+        let found = try await environment.store.get(many: user + EventLog.hookKeys(clientId: clientId, types: events))
+        guard !user.isEmpty, found[0] != nil else {
             throw PaymentsError.invalid("UserId", "The user \(Identifier.printable(userId!)) does not exist.")
         }
         let registration = CardRegistration(
@@ -106,7 +103,7 @@ public struct CardRegistrationService: Sendable {
                 writes
                     + EventLog.writes(
                         events, resourceId: registration.id, clientId: clientId, environment: environment,
-                        hooked: EventLog.hooked(events, Array(found.dropFirst()))))
+                        hooked: EventLog.hooked(events, Array(found.suffix(events.count)))))
         }
         return registration
     }

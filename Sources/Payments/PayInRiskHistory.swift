@@ -204,8 +204,7 @@ struct PayInRiskHistory: Sendable {
         return events
     }
 
-    /// The index writes recording an attempt (made when the transaction is created). Like the outcome's, each
-    /// is named after the transaction and written once, so it is created `.absent`.
+    /// The index writes recording an attempt (made when the transaction is created; `.absent`: named after it).
     static func attemptWrites(clientId: String, keys: Keys, transactionId: String, now: Int64) -> [RecordWrite] {
         dimensions(keys).map { dimension, value in
             .put(

@@ -79,7 +79,6 @@ extension PayInService {
         guard case .transitioned(let actions) = outcome else {
             throw PaymentsError(.invalidState, "The transaction could not be authorized")
         }
-        // Named after the new transaction, so created `.absent`, as in ``create(clientId:request:purpose:)``.
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
         extra += TransactionIndex.writes(for: payIn)
         if let card = linked.card {

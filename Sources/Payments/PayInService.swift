@@ -140,9 +140,8 @@ public struct PayInService: Sendable {
         payIn.challengeDisplay = request.challengeDisplay
         let outcome = try payIn.machine.handle(.authorize(authorization))
 
-        // Every record below is named after the new transaction's id, so it is created `.absent`: it cannot exist yet
-        // (the batch that creates the transaction is atomic), and a store that seals each record under its version
-        // (PostgreSQL) needs no read of the versions before the commit, as it would for `.unconditional` puts.
+        // Every record below is named after the new transaction, so it is created `.absent` (it cannot exist yet), and
+        // PostgreSQL, which seals each record under its version, reads no versions first as for `.unconditional` puts.
         var extra = PayInRiskHistory.attemptWrites(clientId: clientId, keys: keys, transactionId: payIn.id, now: now)
         extra += TransactionIndex.writes(for: payIn)
         extra += try holdCreationWrites(payIn)
@@ -214,7 +213,6 @@ public struct PayInService: Sendable {
         var author: Record?
         var wallet: Stored<Wallet>?
         var attempt: ProfilingAttempt?
-        /// Which of the event types asked for the client has a hook for.
         var hooked: Set<EventType>
     }
 
@@ -578,40 +576,36 @@ public struct PayInService: Sendable {
         }
     }
 
-    /// The event types that ``eventWrites(_:created:environment:hooked:)`` may write for a transaction of `purpose`
-    /// (none for those that write theirs in ``authorizationEventWrites(_:isNew:)``).
+    /// A pay-in's or card validation's created, succeeded and failed event types (none for the other purposes).
     static func stepEventTypes(_ purpose: PayInStateMachine.Purpose) -> [EventType] {
-        switch purpose {
-        case .payIn: [.payInNormalCreated, .payInNormalSucceeded, .payInNormalFailed]
-        case .cardValidation: [.cardValidationCreated, .cardValidationSucceeded, .cardValidationFailed]
-        default: []
-        }
+        purpose == .payIn
+            ? [.payInNormalCreated, .payInNormalSucceeded, .payInNormalFailed]
+            : purpose == .cardValidation
+                ? [.cardValidationCreated, .cardValidationSucceeded, .cardValidationFailed] : []
     }
 
     /// The events of a transaction's step, for its batch: `…_CREATED` when it is new, then `…_SUCCEEDED` or
     /// `…_FAILED` when the step made it final.
-    /// - Parameter hooked: the types of ``stepEventTypes(_:)`` the client has a hook for, when the caller read them
-    ///   (nil: they are read here).
+    /// - Parameter hooked: the types of ``stepEventTypes(_:)`` with a hook, when the caller read them (nil: read here).
     static func eventWrites(
         _ payIn: PayIn, created: Bool, environment: PaymentsEnvironment, hooked: Set<EventType>? = nil
     ) async throws -> [RecordWrite] {
         // Preauthorizations, deposits and the pay-ins that capture them write theirs in authorizationEventWrites.
         let purpose = payIn.machine.purpose
         guard purpose == .cardValidation || (purpose == .payIn && payIn.capturedFrom == nil) else { return [] }
-        let isPayIn = purpose == .payIn
-        var types: [EventType] = []
-        if created { types.append(isPayIn ? .payInNormalCreated : .cardValidationCreated) }
+        let step = stepEventTypes(purpose)
+        var types = created ? [step[0]] : []
         switch payIn.machine.state {
-        case .succeeded: types.append(isPayIn ? .payInNormalSucceeded : .cardValidationSucceeded)
-        case .failed: types.append(isPayIn ? .payInNormalFailed : .cardValidationFailed)
+        case .succeeded: types.append(step[1])
+        case .failed: types.append(step[2])
         case .created, .awaitingChallenge: break
         }
-        if let hooked {
-            return try EventLog.writes(
-                types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment, hooked: hooked)
+        guard let hooked else {
+            return try await EventLog.writes(
+                types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
         }
-        return try await EventLog.writes(
-            types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment)
+        return try EventLog.writes(
+            types, resourceId: payIn.id, clientId: payIn.clientId, environment: environment, hooked: hooked)
     }
 
     /// Carries out a transition's actions in one atomic batch: the transaction itself (created, or updated at
@@ -626,8 +620,7 @@ public struct PayInService: Sendable {
     ///   wallet took a turn since the stamp (``HotRecordQueue/Turn/untouchedSinceStamp``).
     /// - Parameter cardValidity: the card's validity as the caller read it, if it did. A card that was VALID or
     ///   INVALID then still is (validity never goes back to UNKNOWN), so it is not read again to be marked.
-    /// - Parameter hookedEvents: the event types the client has a hook for, when the caller read them
-    ///   (``eventWrites(_:created:environment:hooked:)``).
+    /// - Parameter hookedEvents: the event types with a hook, when the caller read them (nil: read here).
     func apply(
         _ actions: [PayInStateMachine.Action], to payIn: PayIn, previousVersion: UInt64?, extra: [RecordWrite],
         conflictEndsAttempt: Bool = false, keys: PayInRiskHistory.Keys? = nil,

@@ -106,11 +106,7 @@ public enum EventLog {
     public static func writes(
         _ type: EventType, resourceId: String, clientId: String, environment: PaymentsEnvironment
     ) async throws -> [RecordWrite] {
-        let hooked = try await environment.store.get(
-            Collections.hooksByEvent, id: hookKey(clientId: clientId, type: type))
-        return try writes(
-            clientId: clientId, type: type, resourceId: resourceId, clock: environment.clock,
-            random: environment.random, stamps: environment.eventStamps, queued: hooked != nil)
+        try await writes([type], resourceId: resourceId, clientId: clientId, environment: environment)
     }
 
     /// The writes for each of `types` in order (``writes(_:resourceId:clientId:environment:)``), with the hooks of
@@ -124,9 +120,8 @@ public enum EventLog {
             hooked: hooked(types, found))
     }
 
-    /// The writes for each of `types` in order, with an outbox entry for those in `hooked`: the types the client had
-    /// a hook for when the change was prepared, looked up by the caller with ``hookKeys(clientId:types:)`` (in a read
-    /// it makes anyway) and ``hooked(_:_:)``.
+    /// The writes for each of `types` in order, with an outbox entry for those in `hooked`: the types with a hook when
+    /// the change was prepared, as the caller read them (``hookKeys(clientId:types:)``, ``hooked(_:_:)``).
     public static func writes(
         _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment,
         hooked: Set<EventType>
@@ -140,7 +135,7 @@ public enum EventLog {
         return writes
     }
 
-    /// The ``Collections/hooksByEvent`` entries of `types` for the client, to read (with ``RecordStore/get(many:)``).
+    /// The client's ``Collections/hooksByEvent`` entries of `types`, to read with ``RecordStore/get(many:)``.
     public static func hookKeys(clientId: String, types: [EventType]) -> [(collection: String, id: String)] {
         types.map { (Collections.hooksByEvent, hookKey(clientId: clientId, type: $0)) }
     }

@@ -112,8 +112,7 @@ public struct TransactionFilter: Sendable, Equatable {
 
 /// The index entries that list a transaction under the users and wallets it concerns
 /// (``Collections/transactionsByUser``, ``Collections/transactionsByWallet``). They are written in the batch that
-/// creates the transaction, `.absent` (each is named after the new transaction); the value says which collection
-/// holds it (`p` pay-ins, `r` refunds).
+/// creates the transaction (`.absent`: named after it); the value says which collection holds it (`p`, `r`).
 public enum TransactionIndex {
     static let payInMark: [UInt8] = [UInt8(ascii: "p")]
     static let refundMark: [UInt8] = [UInt8(ascii: "r")]
