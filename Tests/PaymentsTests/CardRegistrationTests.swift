@@ -15,11 +15,7 @@ import VaultStore
         let store = RoundTripCountingStore()
         let services = WalletWritersTests.Shop.services(
             store: store, fingerprintKeys: DerivedFingerprintKeys(secret: .random()))
-        var fields = UserFields()
-        fields.firstName = "Pay"
-        fields.lastName = "Er"
-        fields.email = "payer@example.com"
-        let payer = try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+        let payer = try await WalletWritersTests.Shop.payer(services)
         try await store.commit([
             .put(
                 collection: Collections.hooksByEvent,
@@ -30,18 +26,10 @@ import VaultStore
         let registration = try await services.cardRegistrations.create(
             clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
         #expect(store.counts.singleReads == [] && store.counts.manyReads == 1 && store.counts.commits == 1)
-        guard
-            case .success(let token, _) = try await services.cardRegistrations.tokenize(
-                clientId: "shop", id: registration.id,
-                form: TokenizationForm(
-                    data: registration.preregistrationData, accessKeyRef: registration.accessKey,
-                    cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
-                signals: DeviceSignals(ipAddress: "192.0.2.7"))
-        else { throw PaymentsError(.invalidState, "tokenization failed") }
+        let registrationData = try await WalletWritersTests.Shop.tokenize(registration, services)
         store.reset()
         let completed = try await services.cardRegistrations.update(
-            clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
-            cardHolderName: nil, tag: nil)
+            clientId: "shop", id: registration.id, registrationData: registrationData, cardHolderName: nil, tag: nil)
         #expect(completed.status == .validated)
         #expect(store.counts.singleReads == [] && store.counts.manyReads == 1 && store.counts.commits == 1)
         let queued = try await store.scanAll(Collections.eventOutbox).map {

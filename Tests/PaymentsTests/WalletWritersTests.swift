@@ -34,15 +34,30 @@ import VaultStore
 
         static func open(store: any RecordStore, fingerprintKeys: any FingerprintKeySource) async throws -> Shop {
             let services = services(store: store, fingerprintKeys: fingerprintKeys)
-            var fields = UserFields()
-            fields.firstName = "Pay"
-            fields.lastName = "Er"
-            fields.email = "payer@example.com"
-            let payer = try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+            let payer = try await payer(services)
             let wallet = try await services.wallets.create(
                 clientId: "shop", owners: [payer.id], description: "seller", currency: "EUR", tag: nil)
             let registration = try await services.cardRegistrations.create(
                 clientId: "shop", userId: payer.id, currency: "EUR", cardType: nil, tag: nil)
+            let card = try #require(
+                try await services.cardRegistrations.update(
+                    clientId: "shop", id: registration.id, registrationData: try await tokenize(registration, services),
+                    cardHolderName: nil, tag: nil
+                ).cardId)
+            return Shop(services: services, payer: payer.id, wallet: wallet.id, card: card)
+        }
+
+        /// A new natural user of client `shop`.
+        static func payer(_ services: MerchantServices) async throws -> User {
+            var fields = UserFields()
+            fields.firstName = "Pay"
+            fields.lastName = "Er"
+            fields.email = "payer@example.com"
+            return try await services.users.create(clientId: "shop", type: .natural, sca: false, fields: fields)
+        }
+
+        /// Tokenizes the frictionless sandbox card for `registration`; returns its `RegistrationData` (`data=…`).
+        static func tokenize(_ registration: CardRegistration, _ services: MerchantServices) async throws -> String {
             guard
                 case .success(let token, _) = try await services.cardRegistrations.tokenize(
                     clientId: "shop", id: registration.id,
@@ -51,12 +66,7 @@ import VaultStore
                         cardNumber: "4970107111111119", cardExpirationDate: "1229", cardCvx: "123"),
                     signals: DeviceSignals(ipAddress: "192.0.2.7"))
             else { throw PaymentsError(.invalidState, "tokenization failed") }
-            let card = try #require(
-                try await services.cardRegistrations.update(
-                    clientId: "shop", id: registration.id, registrationData: "data=" + token.unsafeRevealed,
-                    cardHolderName: nil, tag: nil
-                ).cardId)
-            return Shop(services: services, payer: payer.id, wallet: wallet.id, card: card)
+            return "data=" + token.unsafeRevealed
         }
 
         /// A frictionless pay-in of `amount` (fees 100) through `services`; nil when it was refused for concurrent
