@@ -101,7 +101,7 @@ extension PayInService {
                     value: try RecordCoding.encode(refund), condition: .absent),
                 .put(
                     collection: Self.refundsByPayIn, id: Identifier.indexed(clientId, payIn.id, refund.id),
-                    value: [], condition: .unconditional),
+                    value: [], condition: .absent),
             ]
             writes += TransactionIndex.writes(for: refund, ownerId: wallet.ownerId)
             writes += try await EventLog.writes(

@@ -61,7 +61,7 @@ public struct WalletService: Sendable {
                     value: try RecordCoding.encode(wallet), condition: .absent),
                 .put(
                     collection: Collections.walletsByUser, id: Identifier.indexed(clientId, ownerId, wallet.id),
-                    value: [], condition: .unconditional),
+                    value: [], condition: .absent),
             ])
         }
         return wallet

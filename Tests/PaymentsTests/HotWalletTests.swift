@@ -60,7 +60,7 @@ import VaultStore
     /// A frictionless pay-in with a card of known validity reads the store once before its commit: the records it
     /// names and its events' hooks in one ``RecordStore/get(many:)`` (one round trip on PostgreSQL), no single read,
     /// and no `.unconditional` put (whose version PostgreSQL would read before sealing it). The card's first pay-in
-    /// also reads the card again to mark it VALID.
+    /// also reads the card again to mark it VALID. Nor do a refund and a wallet's creation make `.unconditional` puts.
     @Test func aPayInReadsWhatItNeedsInOneRoundTrip() async throws {
         let store = RoundTripCountingStore()
         let shop = try await WalletWritersTests.Shop.open(
@@ -84,6 +84,15 @@ import VaultStore
             try RecordCoding.decode(PaymentEvent.self, from: $0)
         }
         #expect(queued.filter { $0.resourceId == second.id }.map(\.eventType) == [.payInNormalSucceeded])
+        // A refund and a new wallet name their entries after themselves too: no `.unconditional` put either.
+        store.reset()
+        let refund = try await shop.services.payIns.refund(
+            clientId: "shop", payInId: second.id,
+            request: RefundRequest(debitedFunds: Funds(currency: "EUR", amount: 100)))
+        _ = try await shop.services.wallets.create(
+            clientId: "shop", owners: [shop.payer], description: "second", currency: "EUR", tag: nil)
+        #expect(refund.status == "SUCCEEDED")
+        #expect(store.counts.commits == 2 && store.counts.unconditionalPuts == 0)
     }
 
     /// A stamp taken before reading a record says, at the next turn, whether the copy is as current as a read in
