@@ -72,11 +72,10 @@ public struct CardRegistrationService: Sendable {
         rules.oneOf(cardType, Self.cardTypes, "CardType")
         rules.length(tag, "Tag")
         try rules.check()
-        // The user (presence only) and the hook for the event, in one read (one round trip on PostgreSQL).
         let events: [EventType] = [.cardRegistrationCreated]
         let user = Identifier.isWellFormed(userId!) ? [(Collections.users, Identifier.scoped(clientId, userId!))] : []
-        let found = try await environment.store.get(many: user + EventLog.hookKeys(clientId: clientId, types: events))
-        guard !user.isEmpty, found[0] != nil else {
+        let found = try await EventLog.read(user, hooksFor: events, clientId: clientId, store: environment.store)
+        guard !user.isEmpty, found.records[0] != nil else {
             throw PaymentsError.invalid("UserId", "The user \(Identifier.printable(userId!)) does not exist.")
         }
         let registration = CardRegistration(
@@ -103,7 +102,7 @@ public struct CardRegistrationService: Sendable {
                 writes
                     + EventLog.writes(
                         events, resourceId: registration.id, clientId: clientId, environment: environment,
-                        hooked: EventLog.hooked(events, Array(found.suffix(events.count)))))
+                        hooked: found.hooked))
         }
         return registration
     }
@@ -324,16 +323,14 @@ public struct CardRegistrationService: Sendable {
             exhausted: PaymentsError(
                 .concurrentChange, "The card registration kept changing under this request; nothing was written")
         ) {
-            // The registration and the hooks for the events its completion may write, in one read.
             let events: [EventType] = [.cardRegistrationValidated, .cardRegistrationError]
             guard Identifier.isWellFormed(clientId), Identifier.isWellFormed(id) else {
                 throw PaymentsError.notFound("CardRegistration", id: id)
             }
-            let read = try await environment.store.get(
-                many: [(Collections.registrations, Identifier.scoped(clientId, id))]
-                    + EventLog.hookKeys(clientId: clientId, types: events))
-            guard let record = read[0] else { throw PaymentsError.notFound("CardRegistration", id: id) }
-            let hooked = EventLog.hooked(events, Array(read.dropFirst()))
+            let read = try await EventLog.read(
+                [(Collections.registrations, Identifier.scoped(clientId, id))], hooksFor: events, clientId: clientId,
+                store: environment.store)
+            guard let record = read.records[0] else { throw PaymentsError.notFound("CardRegistration", id: id) }
             let registration = try RecordCoding.decode(CardRegistration.self, from: record)
             let version = record.version
             var updated = registration
@@ -358,7 +355,7 @@ public struct CardRegistrationService: Sendable {
             case .fail(let result):
                 writes += try EventLog.writes(
                     [.cardRegistrationError], resourceId: id, clientId: clientId, environment: environment,
-                    hooked: hooked)
+                    hooked: read.hooked)
                 updated.status = .error
                 updated.result = result
                 updated.registrationData = registrationData
@@ -372,7 +369,7 @@ public struct CardRegistrationService: Sendable {
             case .validate(let pending):
                 writes += try EventLog.writes(
                     [.cardRegistrationValidated], resourceId: id, clientId: clientId, environment: environment,
-                    hooked: hooked)
+                    hooked: read.hooked)
                 updated.status = .validated
                 updated.result = .success
                 updated.registrationData = registrationData

@@ -231,9 +231,9 @@ public struct PayInService: Sendable {
             key(Collections.cards, cardId), key(Collections.users, authorId), key(Collections.wallets, walletId),
             key(Collections.profilingAttempts, reference),
         ]
-        let hookKeys = EventLog.hookKeys(clientId: clientId, types: eventTypes)
-        let read = try await environment.store.get(many: wanted.compactMap { $0 } + hookKeys)
-        var found = read.dropLast(hookKeys.count).makeIterator()
+        let read = try await EventLog.read(
+            wanted.compactMap { $0 }, hooksFor: eventTypes, clientId: clientId, store: environment.store)
+        var found = read.records.makeIterator()
         let records = wanted.map { $0 == nil ? nil : found.next() ?? nil }
         return NamedRecords(
             card: try records[0].map { try RecordCoding.decode(Card.self, from: $0) }, author: records[1],
@@ -241,7 +241,7 @@ public struct PayInService: Sendable {
                 Stored(value: try RecordCoding.decode(Wallet.self, from: $0), version: $0.version)
             },
             attempt: try records[3].map { try RecordCoding.decode(ProfilingAttempt.self, from: $0) },
-            hooked: EventLog.hooked(eventTypes, Array(read.suffix(hookKeys.count))))
+            hooked: read.hooked)
     }
 
     private func validate(

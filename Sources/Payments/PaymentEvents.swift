@@ -114,14 +114,12 @@ public enum EventLog {
     public static func writes(
         _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment
     ) async throws -> [RecordWrite] {
-        let found = try await environment.store.get(many: hookKeys(clientId: clientId, types: types))
-        return try writes(
-            types, resourceId: resourceId, clientId: clientId, environment: environment,
-            hooked: hooked(types, found))
+        let hooked = try await read([], hooksFor: types, clientId: clientId, store: environment.store).hooked
+        return try writes(types, resourceId: resourceId, clientId: clientId, environment: environment, hooked: hooked)
     }
 
     /// The writes for each of `types` in order, with an outbox entry for those in `hooked`: the types with a hook when
-    /// the change was prepared, as the caller read them (``hookKeys(clientId:types:)``, ``hooked(_:_:)``).
+    /// the change was prepared, as the caller read them (``read(_:hooksFor:clientId:store:)``).
     public static func writes(
         _ types: [EventType], resourceId: String, clientId: String, environment: PaymentsEnvironment,
         hooked: Set<EventType>
@@ -135,14 +133,21 @@ public enum EventLog {
         return writes
     }
 
-    /// The client's ``Collections/hooksByEvent`` entries of `types`, to read with ``RecordStore/get(many:)``.
-    public static func hookKeys(clientId: String, types: [EventType]) -> [(collection: String, id: String)] {
-        types.map { (Collections.hooksByEvent, hookKey(clientId: clientId, type: $0)) }
+    /// The records a change read, in order (nil where absent), and the event types with a hook (not a tuple: `Stored`).
+    public struct HookedRead {
+        public var records: [Record?]
+        public var hooked: Set<EventType>
     }
 
-    /// The types among `types` that have a hook, from the records read at ``hookKeys(clientId:types:)`` (in order).
-    public static func hooked(_ types: [EventType], _ found: [Record?]) -> Set<EventType> {
-        Set(zip(types, found).compactMap { type, record in record == nil ? nil : type })
+    /// Reads `keys` and the client's hooks for `types` in one ``RecordStore/get(many:)`` (one round trip on PostgreSQL).
+    public static func read(
+        _ keys: [(collection: String, id: String)], hooksFor types: [EventType], clientId: String,
+        store: any RecordStore
+    ) async throws -> HookedRead {
+        let found = try await store.get(
+            many: keys + types.map { (Collections.hooksByEvent, hookKey(clientId: clientId, type: $0)) })
+        let hooked = zip(types, found.suffix(types.count)).compactMap { type, record in record == nil ? nil : type }
+        return HookedRead(records: Array(found.prefix(keys.count)), hooked: Set(hooked))
     }
 
     /// The id of the client's hook for `type` in ``Collections/hooksByEvent`` (its value is the hook's id).
