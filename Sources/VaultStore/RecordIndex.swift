@@ -12,12 +12,14 @@ struct RecordLocation: Equatable, Sendable {
 /// The in-memory index of the encrypted store: (collection, id) → location, with ids kept in
 /// order per collection for scans.
 ///
-/// Built for a small footprint (about 70–100 bytes per record): ids live in one byte arena,
+/// Built for a small footprint (about 80–110 bytes per record): ids live in one byte arena,
 /// entries are 32-byte structs in one array, the hash table is an open-addressing array of
 /// 64-bit slots (the low 32 bits of the record's hash beside its entry number, so that a probe
 /// rarely touches an entry that is not the one sought, and the table grows without rehashing
-/// ids; it grows in steps, see ``Growth``), and each collection's order is a list of sorted leaves of entry numbers (a one-level B-tree: an insert
-/// or removal moves at most one leaf's numbers, never the whole order).
+/// ids; it grows in steps, see ``Growth``), and each collection's order is a list of sorted leaves of entry numbers
+/// (a one-level B-tree: an insert or removal moves at most one leaf's numbers, never the whole order). Each entry
+/// number in a leaf, and each leaf's first, has 8 bytes of its id beside it (``Leaf``), so that finding a key's place
+/// compares integers and reads ids from the arena only on a tie: in a large index each id read is two cache misses.
 ///
 /// The arena, the entries and the table are kept in chunks (``KeyArena``, ``ChunkedArray``), so that a copy of the
 /// index (a checkpoint's snapshot) costs the change after it one chunk at a time, never a whole array.
@@ -61,9 +63,27 @@ struct RecordIndex {
     /// A collection's entry numbers in id order, in leaves of at most ``leafCapacity`` (a full leaf is split in
     /// halves; none is empty).
     struct Order {
-        var leaves: [[UInt32]] = []
+        var leaves: [Leaf] = []
+        /// Each leaf's first id abbreviated from `shared` on (``RecordIndex/abbreviation(_:from:)``), for the search
+        /// of a key's leaf.
+        var firsts: [UInt64] = []
+        /// A number of leading bytes that the leaves' first ids have in common.
+        var shared = 0
         /// Live entries in the leaves.
         var count = 0
+    }
+
+    /// A run of a collection's entry numbers in id order, with 8 bytes of each id beside it, so that a search in the
+    /// leaf compares integers and reads an id (an entry and its bytes: two cache misses in a large index) only when
+    /// those 8 bytes tie.
+    struct Leaf {
+        /// Entry numbers in id order.
+        var entries: [UInt32]
+        /// For each entry, its id's 8 bytes from `shared` on (``RecordIndex/abbreviation(_:from:)``). Ids that have
+        /// their first `shared` bytes in common are ordered as these are, or tie.
+        var abbreviations: [UInt64]
+        /// A number of leading bytes that every id of the leaf has in common (at most the shortest id's length).
+        var shared: Int
     }
 
     static let leafCapacity = 1024
@@ -385,77 +405,181 @@ struct RecordIndex {
         return keys.bytes(at: entry.keyStart, count: Int(entry.keyLength))
     }
 
-    /// First position in `list` whose id is not less than `key`.
-    private func lowerBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
+    /// `key`'s 8 bytes from `offset` on as one integer, the first the most significant, zeros past its end: of two
+    /// keys with the bytes before `offset` in common, the smaller never has the larger abbreviation.
+    static func abbreviation(_ key: UnsafeRawBufferPointer, from offset: Int) -> UInt64 {
+        if key.count >= offset + 8 {
+            return UInt64(bigEndian: key.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        var value: UInt64 = 0
+        for position in offset..<offset + 8 {
+            value = value << 8 | (position < key.count ? UInt64(key[position]) : 0)
+        }
+        return value
+    }
+
+    /// How many leading bytes `a` and `b` have in common.
+    static func commonPrefix(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let limit = min(a.count, b.count)
+        var common = 0
+        while common + 8 <= limit
+            && a.loadUnaligned(fromByteOffset: common, as: UInt64.self)
+                == b.loadUnaligned(fromByteOffset: common, as: UInt64.self)
+        {
+            common += 8
+        }
+        while common < limit && a[common] == b[common] { common += 1 }
+        return common
+    }
+
+    /// A leaf of `entries`, its abbreviations taken after the bytes its first and last ids have in common.
+    private func leaf(_ entries: [UInt32]) -> Leaf {
+        let shared = Self.commonPrefix(keyOf(entries[0]), keyOf(entries[entries.count - 1]))
+        let abbreviations = entries.map { Self.abbreviation(keyOf($0), from: shared) }
+        return Leaf(entries: entries, abbreviations: abbreviations, shared: shared)
+    }
+
+    /// The first of `count` positions whose id is not less than `key` (greater than `key` when `past`), in a run of
+    /// ids in order whose first `shared` bytes are the same: `entry(i)` is the entry number at position i and
+    /// `abbreviations[i]` its id's abbreviation from `shared` on.
+    private func search(
+        _ key: UnsafeRawBufferPointer, count: Int, shared: Int, abbreviations: [UInt64], past: Bool,
+        entry: (Int) -> UInt32
+    ) -> Int {
+        let first = keyOf(entry(0))
+        let common = Self.commonPrefix(first, key)
+        if common < shared {
+            // `key` parts from every id of the run where it parts from the first: it sorts before them all or after.
+            return common < key.count && key[common] > first[common] ? count : 0
+        }
+        let target = Self.abbreviation(key, from: shared)
         var low = 0
-        var high = list.count
+        var high = count
         while low < high {
             let middle = (low + high) / 2
-            if compare(list[middle], key) < 0 { low = middle + 1 } else { high = middle }
+            let abbreviation = abbreviations[middle]
+            let before: Bool
+            if abbreviation != target {
+                before = abbreviation < target
+            } else {
+                let order = compare(entry(middle), key)
+                before = past ? order <= 0 : order < 0
+            }
+            if before { low = middle + 1 } else { high = middle }
         }
         return low
     }
 
-    /// First position in `list` whose id is greater than `key`.
-    private func upperBound(_ list: [UInt32], key: UnsafeRawBufferPointer) -> Int {
-        var low = 0
-        var high = list.count
-        while low < high {
-            let middle = (low + high) / 2
-            if compare(list[middle], key) <= 0 { low = middle + 1 } else { high = middle }
-        }
-        return low
+    /// The first position in `leaf` whose id is not less than `key` (greater than `key` when `past`).
+    private func position(of key: UnsafeRawBufferPointer, in leaf: Leaf, past: Bool) -> Int {
+        search(
+            key, count: leaf.entries.count, shared: leaf.shared, abbreviations: leaf.abbreviations, past: past
+        ) { leaf.entries[$0] }
     }
 
-    /// The leaf of `leaves` where `key` belongs: the last whose first id is not greater than `key` (the first
-    /// leaf when none is). `leaves` is not empty.
-    private func leafIndex(for key: UnsafeRawBufferPointer, in leaves: [[UInt32]]) -> Int {
-        var low = 1
-        var high = leaves.count
-        while low < high {
-            let middle = (low + high) / 2
-            if compare(leaves[middle][0], key) <= 0 { low = middle + 1 } else { high = middle }
+    /// The leaf of `order` where `key` belongs: the last whose first id is not greater than `key` (the first leaf
+    /// when none is). The order has a leaf.
+    private func leafIndex(for key: UnsafeRawBufferPointer, in order: Order) -> Int {
+        let after = search(
+            key, count: order.leaves.count, shared: order.shared, abbreviations: order.firsts, past: true
+        ) { order.leaves[$0].entries[0] }
+        return max(after - 1, 0)
+    }
+
+    /// Takes the abbreviations of the leaves' first ids again, after what the first and the last have in common.
+    private mutating func abbreviateFirsts(code: Int) {
+        let leaves = orders[code].leaves
+        guard let first = leaves.first?.entries[0], let last = leaves.last?.entries[0] else {
+            orders[code].firsts = []
+            return
         }
-        return low - 1
+        let shared = Self.commonPrefix(keyOf(first), keyOf(last))
+        orders[code].shared = shared
+        orders[code].firsts = leaves.map { Self.abbreviation(keyOf($0.entries[0]), from: shared) }
+    }
+
+    /// Records that the first id of leaf `at` is new (the leaf is new, or its first entry changed).
+    private mutating func firstChanged(code: Int, at: Int) {
+        let leaves = orders[code].leaves
+        let key = keyOf(leaves[at].entries[0])
+        let other = leaves[at == 0 ? leaves.count - 1 : 0].entries[0]
+        if leaves.count > 1 && Self.commonPrefix(key, keyOf(other)) >= orders[code].shared {
+            let abbreviation = Self.abbreviation(key, from: orders[code].shared)
+            if orders[code].firsts.count < leaves.count {
+                orders[code].firsts.insert(abbreviation, at: at)
+            } else {
+                orders[code].firsts[at] = abbreviation
+            }
+        } else {
+            abbreviateFirsts(code: code)
+        }
     }
 
     private mutating func insertInOrder(_ index: Int, code: UInt16, key: UnsafeRawBufferPointer) {
         let code = Int(code)
         orders[code].count += 1
         guard !orders[code].leaves.isEmpty else {
-            orders[code].leaves = [[UInt32(index)]]
+            orders[code].leaves = [leaf([UInt32(index)])]
+            abbreviateFirsts(code: code)
             return
         }
-        let leaf = leafIndex(for: key, in: orders[code].leaves)
-        let position = upperBound(orders[code].leaves[leaf], key: key)
-        orders[code].leaves[leaf].insert(UInt32(index), at: position)
-        let count = orders[code].leaves[leaf].count
-        if count > Self.leafCapacity {
-            let upper = Array(orders[code].leaves[leaf][(count / 2)...])
-            orders[code].leaves[leaf].removeSubrange((count / 2)...)
-            orders[code].leaves.insert(upper, at: leaf + 1)
+        let at = leafIndex(for: key, in: orders[code])
+        let position = self.position(of: key, in: orders[code].leaves[at], past: true)
+        let shared = orders[code].leaves[at].shared
+        let sharesPrefix = Self.commonPrefix(keyOf(orders[code].leaves[at].entries[0]), key) >= shared
+        orders[code].leaves[at].entries.insert(UInt32(index), at: position)
+        if sharesPrefix {
+            orders[code].leaves[at].abbreviations.insert(Self.abbreviation(key, from: shared), at: position)
+        } else {
+            // A new first or last id with fewer bytes in common with the others: the abbreviations are taken again.
+            orders[code].leaves[at] = leaf(orders[code].leaves[at].entries)
         }
+        if position == 0 { firstChanged(code: code, at: at) }
+        if orders[code].leaves[at].entries.count > Self.leafCapacity {
+            let full = orders[code].leaves[at]
+            let half = full.entries.count / 2
+            orders[code].leaves[at] = narrowed(full, half: ..<half)
+            orders[code].leaves.insert(narrowed(full, half: half...), at: at + 1)
+            firstChanged(code: code, at: at + 1)
+        }
+    }
+
+    /// A half of a full leaf. Its ids may have more bytes in common than the whole leaf's: its abbreviations are
+    /// taken again after them when that frees 4 bytes or more of each (reading every id of the half), and are
+    /// the whole leaf's otherwise.
+    private func narrowed(_ full: Leaf, half: some RangeExpression<Int>) -> Leaf {
+        let part = Leaf(
+            entries: Array(full.entries[half]), abbreviations: Array(full.abbreviations[half]), shared: full.shared)
+        let shared = Self.commonPrefix(keyOf(part.entries[0]), keyOf(part.entries[part.entries.count - 1]))
+        return shared >= full.shared + 4 ? leaf(part.entries) : part
     }
 
     private mutating func removeFromOrder(_ index: Int, code: Int, key: UnsafeRawBufferPointer) {
         precondition(!orders[code].leaves.isEmpty, "index order lost an entry")
-        let leaf = leafIndex(for: key, in: orders[code].leaves)
-        let position = lowerBound(orders[code].leaves[leaf], key: key)
+        let at = leafIndex(for: key, in: orders[code])
+        let position = self.position(of: key, in: orders[code].leaves[at], past: false)
         precondition(
-            position < orders[code].leaves[leaf].count && orders[code].leaves[leaf][position] == UInt32(index),
+            position < orders[code].leaves[at].entries.count
+                && orders[code].leaves[at].entries[position] == UInt32(index),
             "index order lost an entry")
-        orders[code].leaves[leaf].remove(at: position)
+        orders[code].leaves[at].entries.remove(at: position)
+        orders[code].leaves[at].abbreviations.remove(at: position)
         orders[code].count -= 1
-        let count = orders[code].leaves[leaf].count
+        let count = orders[code].leaves[at].entries.count
         if count == 0 {
-            orders[code].leaves.remove(at: leaf)
-        } else if count < Self.leafCapacity / 4, leaf + 1 < orders[code].leaves.count,
-            count + orders[code].leaves[leaf + 1].count <= Self.leafCapacity / 2
+            orders[code].leaves.remove(at: at)
+            orders[code].firsts.remove(at: at)
+            return
+        }
+        if count < Self.leafCapacity / 4, at + 1 < orders[code].leaves.count,
+            count + orders[code].leaves[at + 1].entries.count <= Self.leafCapacity / 2
         {
             // A thinned leaf joins its next one, so that deletions do not leave a long list of tiny leaves.
-            let next = orders[code].leaves.remove(at: leaf + 1)
-            orders[code].leaves[leaf].append(contentsOf: next)
+            let next = orders[code].leaves.remove(at: at + 1)
+            orders[code].firsts.remove(at: at + 1)
+            orders[code].leaves[at] = leaf(orders[code].leaves[at].entries + next.entries)
         }
+        if position == 0 { firstChanged(code: code, at: at) }
     }
 
     /// Rewrites the id arena without the ids of freed entries.
@@ -474,15 +598,16 @@ struct RecordIndex {
     /// Live entries of `collection` whose id starts with `prefix`, ascending, after `after`.
     func scan(_ collection: String, prefix: String, after: String?, limit: Int) -> [Int] {
         guard limit > 0, let code = collectionCodes[collection] else { return [] }
-        let leaves = orders[Int(code)].leaves
+        let order = orders[Int(code)]
+        let leaves = order.leaves
         guard !leaves.isEmpty else { return [] }
         return withBytes(prefix) { prefixKey in
             withOptionalBytes(after) { afterKey in
                 // The first place not before `key` (after it when `past`), as (leaf, position in it).
                 func place(_ key: UnsafeRawBufferPointer, past: Bool) -> (Int, Int) {
-                    let leaf = leafIndex(for: key, in: leaves)
-                    let position = past ? upperBound(leaves[leaf], key: key) : lowerBound(leaves[leaf], key: key)
-                    return position < leaves[leaf].count ? (leaf, position) : (leaf + 1, 0)
+                    let leaf = leafIndex(for: key, in: order)
+                    let position = self.position(of: key, in: leaves[leaf], past: past)
+                    return position < leaves[leaf].entries.count ? (leaf, position) : (leaf + 1, 0)
                 }
                 func hasPrefix(_ index: UInt32) -> Bool {
                     let key = keyOf(index)
@@ -497,11 +622,11 @@ struct RecordIndex {
                 }
                 var result: [Int] = []
                 while result.count < limit && leaf < leaves.count {
-                    let next = leaves[leaf][position]
+                    let next = leaves[leaf].entries[position]
                     guard hasPrefix(next) else { break }
                     if entries[Int(next)].flags & Self.live != 0 { result.append(Int(next)) }
                     position += 1
-                    if position == leaves[leaf].count { (leaf, position) = (leaf + 1, 0) }
+                    if position == leaves[leaf].entries.count { (leaf, position) = (leaf + 1, 0) }
                 }
                 return result
             }
@@ -526,7 +651,10 @@ struct RecordIndex {
             + nextTableChunks.count * ChunkedArray<UInt64>.chunkSize * 8
             + freeEntries.capacity * 4
             + orders.reduce(0) {
-                $0 + $1.leaves.reduce($1.leaves.capacity * 8) { $0 + $1.capacity * 4 }
+                $0
+                    + $1.leaves.reduce($1.leaves.capacity * MemoryLayout<Leaf>.stride + $1.firsts.capacity * 8) {
+                        $0 + $1.entries.capacity * 4 + $1.abbreviations.capacity * 8
+                    }
             }
     }
 
@@ -544,16 +672,24 @@ struct RecordIndex {
         count += 1
         account(entry, sign: 1)
         orders[Int(code)].count += 1
-        // Leaves are loaded three quarters full, so that the first inserts after a start-up do not all split.
+        // Leaves are loaded three quarters full, so that the first inserts after a start-up do not all split. Their
+        // abbreviations start from the ids' first byte (nothing is known to be shared yet); ``finishLoading()`` takes
+        // them again after what each leaf's ids have in common.
+        let abbreviation = Self.abbreviation(key, from: 0)
         if let last = orders[Int(code)].leaves.indices.last,
-            orders[Int(code)].leaves[last].count < Self.leafCapacity * 3 / 4
+            orders[Int(code)].leaves[last].entries.count < Self.leafCapacity * 3 / 4
         {
-            orders[Int(code)].leaves[last].append(UInt32(index))
+            orders[Int(code)].leaves[last].entries.append(UInt32(index))
+            orders[Int(code)].leaves[last].abbreviations.append(abbreviation)
         } else {
-            var leaf: [UInt32] = []
-            leaf.reserveCapacity(Self.leafCapacity + 1)
-            leaf.append(UInt32(index))
+            var leaf = Leaf(entries: [], abbreviations: [], shared: 0)
+            leaf.entries.reserveCapacity(Self.leafCapacity + 1)
+            leaf.abbreviations.reserveCapacity(Self.leafCapacity + 1)
+            leaf.entries.append(UInt32(index))
+            leaf.abbreviations.append(abbreviation)
             orders[Int(code)].leaves.append(leaf)
+            orders[Int(code)].firsts.append(abbreviation)
+            orders[Int(code)].shared = 0
         }
     }
 
@@ -566,11 +702,20 @@ struct RecordIndex {
         keys.reserveCapacity(bytes)
     }
 
-    /// Builds the hash table after a bulk load.
+    /// Builds the hash table and the leaves' abbreviations after a bulk load.
     mutating func finishLoading() {
         var capacity = 64
         while count * 10 > capacity * 7 { capacity *= 2 }
         rebuildTable(capacity: capacity)
+        for code in orders.indices {
+            for at in orders[code].leaves.indices {
+                var loaded = leaf(orders[code].leaves[at].entries)
+                loaded.entries.reserveCapacity(Self.leafCapacity + 1)
+                loaded.abbreviations.reserveCapacity(Self.leafCapacity + 1)
+                orders[code].leaves[at] = loaded
+            }
+            abbreviateFirsts(code: code)
+        }
     }
 
     /// The raw id bytes of an entry.

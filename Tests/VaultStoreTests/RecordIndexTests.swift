@@ -52,6 +52,74 @@ import Testing
         }
     }
 
+    /// A leaf of the order compares 8 bytes of each id taken after what the leaf's ids have in common
+    /// (`RecordIndex.Leaf`), and reads the ids only on a tie. Ids with long common prefixes, ids that are prefixes of
+    /// others or end inside those 8 bytes, bytes above 0x7F, and ids that sort before or after all others (which
+    /// shrink what a leaf's ids share) must keep the order of their UTF-8 bytes through splits, joins and a
+    /// checkpoint's reload, and scans by prefix and after a cursor must agree with a sorted model.
+    @Test func theOrderKeepsIdsWithLongCommonPrefixesInByteOrder() throws {
+        var index = RecordIndex()
+        var model: Set<String> = []
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        func next(_ bound: Int) -> Int {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % bound
+        }
+        let prefixes = ["", "a", "client-0123456789abcdef:", "client-0123456789abcdef:user-42:", "clé-é:", "client-0"]
+        let alphabet: [Character] = ["0", "9", "a", "~", "\u{7F}", "é", "\u{10348}"]
+        func randomId() -> String {
+            var id = prefixes[next(prefixes.count)]
+            for _ in 0..<next(13) { id.append(alphabet[next(alphabet.count)]) }
+            return id
+        }
+        func byteOrder(_ ids: some Sequence<String>) -> [String] {
+            ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
+        func check(_ index: RecordIndex, _ when: String) {
+            let ordered = index.scan("c", prefix: "", after: nil, limit: .max).map { index.id(of: $0) }
+            #expect(ordered == byteOrder(model), "\(when): the order differs from the ids' byte order")
+            for prefix in prefixes + ["client-0123456789abcdef:user-42:é", "cl", "clé"] {
+                let expected = byteOrder(model.filter { $0.utf8.starts(with: prefix.utf8) })
+                #expect(index.scan("c", prefix: prefix, after: nil, limit: .max).map { index.id(of: $0) } == expected)
+                if let cursor = expected.dropFirst(expected.count / 3).first {
+                    let after = index.scan("c", prefix: prefix, after: cursor, limit: 50).map { index.id(of: $0) }
+                    #expect(after == Array(expected.drop { $0 != cursor }.dropFirst().prefix(50)), "\(when): \(prefix)")
+                }
+            }
+        }
+        for step in 0..<40_000 {
+            let id = randomId()
+            if next(3) == 0 {
+                #expect(index.remove("c", id) == (model.remove(id) != nil))
+            } else {
+                index.upsert("c", id, location(step))
+                model.insert(id)
+            }
+        }
+        #expect(model.count > 5 * RecordIndex.leafCapacity)
+        check(index, "after inserts and removals")
+        let bytes = IndexCheckpoint.encode(index, position: .init(segment: 1, offset: 0))
+        var loaded = try #require(IndexCheckpoint.decode(bytes)).0
+        check(loaded, "after a checkpoint's reload")
+        // Most ids go, so that thinned leaves join; then new ids go in between those left and around them.
+        for id in byteOrder(model) where next(10) != 0 {
+            let removed = (index.remove("c", id), loaded.remove("c", id))
+            #expect(removed == (true, true))
+            model.remove(id)
+        }
+        check(index, "after most removals")
+        for step in 0..<5000 {
+            let id = randomId()
+            index.upsert("c", id, location(step))
+            loaded.upsert("c", id, location(step))
+            model.insert(id)
+        }
+        check(index, "after inserts among the ids left")
+        check(loaded, "after inserts into the reloaded index")
+    }
+
     /// The hash table doubles a few slots per change (`RecordIndex.Growth`): while it grows, a record is in the old
     /// table or the new one, never both, and finds, updates and removals reach it in either. Removals of records
     /// still in the old table, re-inserts of the same ids and ids whose probe runs wrap past the old table's end
