@@ -95,7 +95,7 @@ enum ThrowawayCertificate {
                 directory + "/server.csr", "-subj", "/CN=localhost",
             ])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n".write(
-            toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
+            toFile: directory + "/server.ext", atomically: false, encoding: .utf8)
         try ChildProcess.check(
             openssl,
             [
@@ -127,7 +127,7 @@ final class TLSReceiver {
             .replacingOccurrences(of: "@CERT@", with: certificate)
             .replacingOccurrences(of: "@KEY@", with: key)
         let path = prefix + "/nginx.conf"
-        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        try config.write(toFile: path, atomically: false, encoding: .utf8)
         let nginx = ChildProcess.which("nginx") ?? "/usr/sbin/nginx"
         child = try ChildProcess.start(nginx, ["-c", path, "-p", prefix, "-e", prefix + "/error.log"])
         let process = child

@@ -427,10 +427,10 @@ struct MerchantSetup {
         shoppers = made
         shoppersFile = try context.temporaryDirectory("shoppers") + "/shoppers.tsv"
         try made.map { "\($0.user)\t\($0.wallet)\t\($0.card)\n" }.joined()
-            .write(toFile: shoppersFile, atomically: true, encoding: .utf8)
+            .write(toFile: shoppersFile, atomically: false, encoding: .utf8)
         oneWalletFile = (shoppersFile as NSString).deletingLastPathComponent + "/one-wallet.tsv"
         try made.map { "\($0.user)\t\(made[0].wallet)\t\($0.card)\n" }.joined()
-            .write(toFile: oneWalletFile, atomically: true, encoding: .utf8)
+            .write(toFile: oneWalletFile, atomically: false, encoding: .utf8)
     }
 }
 

@@ -22,7 +22,7 @@ final class NginxAnchor {
             .replacingOccurrences(of: "@WORKERS@", with: "auto")
             .replacingOccurrences(of: "@USER@", with: user)
         let path = prefix + "/nginx.conf"
-        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        try config.write(toFile: path, atomically: false, encoding: .utf8)
         let nginx = ChildProcess.which("nginx") ?? "/usr/sbin/nginx"
         version =
             (try? ChildProcess.run(nginx, ["-v"]).stderr.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -108,9 +108,9 @@ struct PostgresPairSuite: BenchSuite {
         let shoppers = pairSetup.shoppers.map { "\($0.user)\t\($0.wallet)\t\($0.card)\n" }
         let shoppersA = try context.temporaryDirectory("pair-shoppers") + "/a.tsv"
         let shoppersB = shoppersA.replacingOccurrences(of: "/a.tsv", with: "/b.tsv")
-        try shoppers.prefix(half).joined().write(toFile: shoppersA, atomically: true, encoding: .utf8)
+        try shoppers.prefix(half).joined().write(toFile: shoppersA, atomically: false, encoding: .utf8)
         try shoppers.suffix(Self.connections - half).joined().write(
-            toFile: shoppersB, atomically: true, encoding: .utf8)
+            toFile: shoppersB, atomically: false, encoding: .utf8)
         let pairPayIn = [(pair.a, shoppersA), (pair.b, shoppersB)].map { server, list in
             WrkLoad(
                 url: server.url, script: wrk + "/payin.lua", connections: half,
