@@ -60,13 +60,8 @@ import Testing
     @Test func theOrderKeepsIdsWithLongCommonPrefixesInByteOrder() throws {
         var index = RecordIndex()
         var model: Set<String> = []
-        var state: UInt64 = 0x2545_F491_4F6C_DD1D
-        func next(_ bound: Int) -> Int {
-            state ^= state >> 12
-            state ^= state << 25
-            state ^= state >> 27
-            return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % bound
-        }
+        var random = FixedSequence(seed: 0x2545_F491_4F6C_DD1D)
+        func next(_ bound: Int) -> Int { random.next(bound) }
         let prefixes = ["", "a", "client-0123456789abcdef:", "client-0123456789abcdef:user-42:", "clé-é:", "client-0"]
         let alphabet: [Character] = ["0", "9", "a", "~", "\u{7F}", "é", "\u{10348}"]
         func randomId() -> String {
@@ -127,14 +122,8 @@ import Testing
     @Test func findsUpdatesAndRemovesRecordsWhileTheTableGrows() {
         var index = RecordIndex()
         var model: [String: Int] = [:]
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func next(_ bound: Int) -> Int {
-            // xorshift64*: a fixed sequence, so that a failure repeats.
-            state ^= state >> 12
-            state ^= state << 25
-            state ^= state >> 27
-            return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % bound
-        }
+        var random = FixedSequence(seed: 0x9E37_79B9_7F4A_7C15)
+        func next(_ bound: Int) -> Int { random.next(bound) }
         var growths = 0
         var wasGrowing = false
         var checkedWhileGrowing = 0
@@ -334,5 +323,20 @@ import Testing
             let first = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<137]))
             #expect(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[137...]), seed: first) == CRC32C.checksum(raw))
         }
+    }
+}
+
+/// xorshift64*: numbers in a fixed sequence, so that a failure repeats.
+private struct FixedSequence {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// The next number below `bound`.
+    mutating func next(_ bound: Int) -> Int {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % bound
     }
 }
