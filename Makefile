@@ -50,7 +50,8 @@ test: deps-test release
 #   test_forward: a daemon of its own that trusts the receiver's CA; a card's security code is held in the memory
 #     of the daemon that tokenized it, so a forward with the CVC goes to that daemon (docs/operations.md);
 #   test_schemathesis: a daemon of its own, the HTTP contract (the first pass covers it);
-#   test_postgres_pair, test_postgres_pair_jobs: they start their own pairs (in the first pass).
+#   test_postgres_pair, test_postgres_pair_jobs: they start their own pairs (in the first pass);
+#   test_thread_names: the file store's flusher and indexer threads, which a daemon on PostgreSQL does not have.
 # test_checkout_browser runs before the other browser files (name order, as in the first pass): its attacker pays
 # with a documented sandbox card from headless Chromium, and after test_payins_e2e, test_web_payin and
 # test_pages_browser the shared risk history blocks that card validation (score 140), on the pair as on one daemon.

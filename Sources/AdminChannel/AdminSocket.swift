@@ -287,9 +287,7 @@ public final class AdminSocketServer: Service {
             throw AdminError("io", "cannot listen on \(path): \(text)")
         }
         state.withLock { $0 = ListenState(fd: fd) }
-        let thread = Thread { [self] in acceptLoop(fd) }
-        thread.name = "cardvault-admin"
-        thread.start()
+        Thread.named("cv-admin") { [self] in acceptLoop(fd) }.start()
         logger.info("admin socket listening", ["path": .string(path)])
     }
 
@@ -333,9 +331,7 @@ public final class AdminSocketServer: Service {
             }
             state.withLock { _ = $0.connections.insert(connection) }
             let requests = AsyncStream<AdminMessage?>.makeStream()
-            let thread = Thread { Self.readRequests(connection, into: requests.continuation) }
-            thread.name = "cardvault-admin-connection"
-            thread.start()
+            Thread.named("cv-admin-conn") { Self.readRequests(connection, into: requests.continuation) }.start()
             Task { [self] in await answer(connection, requests.stream) }
         }
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

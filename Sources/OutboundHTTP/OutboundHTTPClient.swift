@@ -187,12 +187,10 @@ public final class OutboundHTTPClient: Service {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                Thread.named("cv-outbound") { [self] in
                     loop(handle.pointer)
                     done.resume()
-                }
-                thread.name = "cardvault-outbound-http"
-                thread.start()
+                }.start()
             }
         } onCancel: {
             stop()

@@ -480,12 +480,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
                 "replayed": .int(report.framesReplayed), "tornTailBytes": .int(report.tornTailBytes),
                 "damaged": .int(report.damage.count + report.corruptedRecords),
             ])
-        let thread = Thread { [self] in self.flushLoop() }
-        thread.name = "cardvault-store-flusher"
-        thread.start()
-        let indexer = Thread { [self] in self.indexLoop() }
-        indexer.name = "cardvault-store-indexer"
-        indexer.start()
+        Thread.named("cv-flusher") { [self] in self.flushLoop() }.start()
+        Thread.named("cv-indexer") { [self] in self.indexLoop() }.start()
     }
 
     static func segmentName(_ number: UInt32) -> String {

@@ -111,9 +111,7 @@ final class PostgresPool: Sendable {
         self.setUp = setUp
         for index in 0..<threads {
             running.withLock { $0 += 1 }
-            let thread = Thread { [self] in self.serve() }
-            thread.name = "cardvault-pg-\(name)-\(index)"
-            thread.start()
+            Thread.named("cv-pg-\(name)-\(index)") { [self] in self.serve() }.start()
         }
     }
 

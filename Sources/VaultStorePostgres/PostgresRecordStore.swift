@@ -507,7 +507,7 @@ final class KeyRingWatcher: Sendable {
         metrics: PostgresStoreMetrics? = nil
     ) {
         let box = ConnectionBox(connection)
-        let thread = Thread { [self] in
+        let thread = Thread.named("cv-pg-keys") { [self] in
             var connection: PostgresConnection? = box.take()
             var lastUsageCheck = Date.distantPast
             while !stopping.withLock({ $0 }) {
@@ -544,7 +544,6 @@ final class KeyRingWatcher: Sendable {
             done.broadcast()
             done.unlock()
         }
-        thread.name = "cardvault-pg-keys"
         thread.start()
     }
 

@@ -127,6 +127,9 @@ final class CardVaultServer {
     /// The daemon's user + system CPU seconds so far (/proc), to charge a run's CPU to its requests.
     var cpuSeconds: Double? { ProcessCPU.seconds(of: child.pid) }
 
+    /// The same by thread name (``ProcessCPU/secondsByThread(of:)``).
+    var cpuSecondsByThread: [String: Double] { ProcessCPU.secondsByThread(of: child.pid) }
+
     /// Starts the daemon again on the same directories (after ``crash()`` or ``stop()``).
     func restart() throws {
         child.stop()
