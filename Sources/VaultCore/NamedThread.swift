@@ -11,9 +11,14 @@ extension Thread {
     /// A thread, not yet started, that runs `body` under `name` as the kernel shows it: `top -H`, `ps -L`, perf and
     /// `/proc/<pid>/task/*/comm`, so that an operator can tell the daemon's own threads apart and see what each
     /// costs. Foundation's `Thread.name` never reaches the kernel on Linux. A name over ``nameLimit`` bytes is cut
-    /// there.
+    /// there, at a character's end.
     public static func named(_ name: String, _ body: @escaping @Sendable () -> Void) -> Thread {
-        let kept = String(decoding: name.utf8.prefix(nameLimit), as: UTF8.self)
+        var cut = ""
+        for scalar in name.unicodeScalars {
+            guard cut.utf8.count + String(scalar).utf8.count <= nameLimit else { break }
+            cut.unicodeScalars.append(scalar)
+        }
+        let kept = cut
         let thread = Thread {
             setKernelName(kept)
             body()

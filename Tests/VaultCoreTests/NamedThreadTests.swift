@@ -27,6 +27,8 @@ import VaultCore
 
     @Test func aLongNameIsCutToWhatTheKernelKeeps() {
         #expect(Self.nameSeen(running: "cardvault-store-flusher") == "cardvault-store")
+        // 14 bytes, then a 2-byte letter that would end past the 15th: the cut falls before it, not inside it.
+        #expect(Self.nameSeen(running: "cv-pg-store-12éa") == "cv-pg-store-12")
         #expect(Thread.nameLimit == 15)
     }
 }
