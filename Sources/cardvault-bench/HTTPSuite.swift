@@ -241,11 +241,7 @@ struct HTTPSuite: BenchSuite {
                 + "requests answered; lower is better, and stable on a noisy machine where rates are not"
             comparisons.append(comparison)
         }
-        let byThread = cpuLines.map { line in
-            line.name + ": " + line.cpu.threadMedians(droppingWarmup: line.warmup).joined(separator: ", ")
-        }
-        notes.append(
-            "Daemon CPU per request by thread (medians, /proc/<pid>/task): " + byThread.joined(separator: "; ") + ".")
+        notes.append(CPUPerRequest.threadNote(cpuLines))
         if let oneWalletNote { notes.append(oneWalletNote) }
         if !flowRates.isEmpty {
             notes.append("Registration flows completed: " + flowRates.joined(separator: "; ") + ".")

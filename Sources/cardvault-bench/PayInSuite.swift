@@ -102,11 +102,7 @@ struct PayInSuite: BenchSuite {
             comparison.note = "the daemon's user + system CPU (/proc/<pid>/stat) over each timed run / requests"
             comparisons.append(comparison)
         }
-        let byThread = cpuLines.map { line in
-            line.name + ": " + line.cpu.threadMedians(droppingWarmup: true).joined(separator: ", ")
-        }
-        notes.append(
-            "Daemon CPU per request by thread (medians, /proc/<pid>/task): " + byThread.joined(separator: "; ") + ".")
+        notes.append(CPUPerRequest.threadNote(cpuLines.map { ($0.name, $0.cpu, true) }))
         if !refusedSamples.isEmpty { notes.append("Refused answers: " + refusedSamples.joined(separator: "; ") + ".") }
         if context.options.profile {
             if profileFrames.isEmpty {

@@ -49,9 +49,8 @@ final class CPUPerRequest {
         if let before, let after = server.cpuSeconds, requests(result) > 0 {
             let count = Double(requests(result))
             micros.append((after - before) * 1e6 / count)
-            threadMicros.append(
-                server.cpuSecondsByThread.mapValues { $0 * 1e6 / count }.merging(
-                    threadsBefore.mapValues { -$0 * 1e6 / count }, uniquingKeysWith: +))
+            let spent = server.cpuSecondsByThread.merging(threadsBefore.mapValues { -$0 }, uniquingKeysWith: +)
+            threadMicros.append(spent.mapValues { $0 * 1e6 / count })
         }
         return result
     }
@@ -63,6 +62,14 @@ final class CPUPerRequest {
         let names = Set(timed.flatMap(\.keys))
         let medians = names.map { name in (name, Statistics.median(timed.map { $0[name] ?? 0 })) }
         return medians.filter { $0.1 >= 0.5 }.sorted { $0.1 > $1.1 }.map { "\($0.0) \(Formatting.micros($0.1))" }
+    }
+
+    /// The suites' note of each line's ``threadMedians(droppingWarmup:)``.
+    static func threadNote(_ lines: [(name: String, cpu: CPUPerRequest, warmup: Bool)]) -> String {
+        let parts = lines.map {
+            $0.name + ": " + $0.cpu.threadMedians(droppingWarmup: $0.warmup).joined(separator: ", ")
+        }
+        return "Daemon CPU per request by thread (medians, /proc/<pid>/task): " + parts.joined(separator: "; ") + "."
     }
 
     /// The median over the timed runs (the first measurement is the warm-up's when `warmup`).
