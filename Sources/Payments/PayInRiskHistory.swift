@@ -94,34 +94,46 @@ struct PayInRiskHistory: Sendable {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
         let store = environment.store
-        /// What `summarize` makes of the events of one dimension of one collection within the window.
-        func recent<Summary: Sendable>(
-            _ collection: String, _ dimension: String, _ value: String,
-            _ summarize: ([RiskCounters.Event]) -> Summary
-        ) async throws -> Summary {
+        /// The counter of one dimension of one collection within the window.
+        func windowed(_ collection: String, _ dimension: String, _ value: String) -> RiskCounters.Seeding {
             let prefix = Self.prefix(clientId, dimension, value)
-            let key = Self.counterKey(collection, prefix)
-            do {
-                return try await counters.summary(
-                    key, since: since, now: now,
-                    seed: {
-                        let records = try await store.scan(
-                            collection, prefix: prefix, after: prefix + Self.stamp(since), limit: Self.countLimit)
-                        return records.compactMap { Self.event(from: $0, prefix: prefix) }
-                    }, summarize)
-            } catch {
-                counters.abandon(key)
-                throw error
+            return RiskCounters.Seeding(key: Self.counterKey(collection, prefix), since: since) { from in
+                let first = max(since, from ?? since)
+                let records = try await store.scan(
+                    collection, prefix: prefix, after: prefix + Self.stamp(first), limit: Self.countLimit)
+                return records.compactMap { Self.event(from: $0, prefix: prefix) }
             }
         }
-        signals.recentByCard = try await recent(Self.attempts, "card", keys.fingerprint) { $0.count }
-        signals.recentByUser = try await recent(Self.attempts, "user", keys.userId) { $0.count }
-        if let ip = keys.ipAddress, !ip.isEmpty {
-            signals.recentByIP = try await recent(Self.attempts, "ip", ip) { $0.count }
+        let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
+        let byCard = windowed(Self.attempts, "card", keys.fingerprint)
+        let byUser = windowed(Self.attempts, "user", keys.userId)
+        let byIP = keys.ipAddress.flatMap { $0.isEmpty ? nil : windowed(Self.attempts, "ip", $0) }
+        let byDevice = keys.deviceId.map { windowed(Self.attempts, "device", $0) }
+        let failedByCard = windowed(Self.failures, "card", keys.fingerprint)
+        let failedByUser = windowed(Self.failures, "user", keys.userId)
+        // The user's successes in this currency, whatever their age.
+        let succeeded = RiskCounters.Seeding(key: Self.counterKey(Self.successes, successPrefix), since: nil) { from in
+            try await store.scan(
+                Self.successes, prefix: successPrefix, after: from.map { successPrefix + Self.stamp($0) },
+                limit: Self.countLimit
+            )
+            .compactMap { Self.event(from: $0, prefix: successPrefix) }
         }
-        if let device = keys.deviceId {
+        try await counters.seed(
+            [byCard, byUser, failedByCard, failedByUser, succeeded] + [byIP, byDevice].compactMap { $0 }, now: now)
+        func summary<Summary: Sendable>(
+            _ counter: RiskCounters.Seeding, _ summarize: ([RiskCounters.Event]) -> Summary
+        ) async throws -> Summary {
+            try await counters.summary(counter.key, since: counter.since, now: now, seed: counter.seed, summarize)
+        }
+        signals.recentByCard = try await summary(byCard) { $0.count }
+        signals.recentByUser = try await summary(byUser) { $0.count }
+        if let byIP {
+            signals.recentByIP = try await summary(byIP) { $0.count }
+        }
+        if let byDevice {
             let fingerprint = keys.fingerprint
-            let (count, cards) = try await recent(Self.attempts, "device", device) { entries in
+            let (count, cards) = try await summary(byDevice) { entries in
                 var cards = Set(entries.map { $0.detail })
                 cards.insert(fingerprint)
                 return (entries.count, cards.count)
@@ -132,27 +144,14 @@ struct PayInRiskHistory: Sendable {
             signals.distinctCardsOnDevice = 1
         }
         // A failure is indexed under its card and its user: count each failed transaction once.
-        let failedByCard = try await recent(Self.failures, "card", keys.fingerprint) { $0.map { $0.transactionId } }
-        let failedByUser = try await recent(Self.failures, "user", keys.userId) { $0.map { $0.transactionId } }
+        let cardFailures = try await summary(failedByCard) { $0.map { $0.transactionId } }
+        let userFailures = try await summary(failedByUser) { $0.map { $0.transactionId } }
         signals.recentFailures =
-            failedByUser.isEmpty ? failedByCard.count : Set(failedByCard + failedByUser).count
-        let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
-        let successKey = Self.counterKey(Self.successes, successPrefix)
-        do {
-            // Counted, not listed: the rules need how many there are and the largest amount.
-            let (count, largest) = try await counters.summary(
-                successKey, since: nil, now: now,
-                seed: {
-                    try await store.scan(Self.successes, prefix: successPrefix, after: nil, limit: Self.countLimit)
-                        .compactMap { Self.event(from: $0, prefix: successPrefix) }
-                },
-                Self.amounts)
-            signals.userHistoryCount = count
-            signals.userHistoryLargest = largest
-        } catch {
-            counters.abandon(successKey)
-            throw error
-        }
+            userFailures.isEmpty ? cardFailures.count : Set(cardFailures + userFailures).count
+        // Counted, not listed: the rules need how many there are and the largest amount.
+        let (count, largest) = try await summary(succeeded, Self.amounts)
+        signals.userHistoryCount = count
+        signals.userHistoryLargest = largest
         return signals
     }
 

@@ -14,8 +14,14 @@ import VaultStore
 ///
 /// With several daemons on one store (PostgreSQL), a commit made through another daemon never reaches this one's
 /// counters: `refreshAfter` (seconds) then makes a counter older than that be seeded again from the history, so
-/// that a shopper spread over the daemons is counted whole, at most that many seconds late. A store one daemon owns
-/// needs no refresh (nil).
+/// that a shopper spread over the daemons is counted whole, at most that many seconds late. One caller reads the
+/// history again; callers meanwhile read the counter as held. A store one daemon owns needs no refresh (nil).
+///
+/// A refresh reads only the history's tail: the events stamped from `overlap` seconds before the counter's last scan
+/// on (the counter keeps the older ones), so that its cost follows the key's recent traffic, not the length of its
+/// history. An event committed more than `overlap` seconds after its stamp (a database stall), or stamped by a
+/// daemon whose clock is that far off, is missed by those; every `fullRefreshAfter` seconds a refresh reads the
+/// whole history again, and counts it.
 public final class RiskCounters: Sendable {
     /// One attempt, failure or success of a transaction.
     public struct Event: Sendable, Equatable {
@@ -71,11 +77,17 @@ public final class RiskCounters: Sendable {
     /// the state's lock held.
     final class Box: @unchecked Sendable {
         var counter: Counter
-        /// When the history was scanned for this counter (the caller's clock, seconds).
+        /// When the history was last scanned for this counter (the caller's clock, seconds).
         let seededAt: Int64
-        init(_ counter: Counter, seededAt: Int64) {
+        /// When the whole history was last scanned for it (`seededAt` or earlier).
+        let fullySeededAt: Int64
+        /// A caller is reading the history again for this stale counter; the others read the counter as held
+        /// meanwhile (see ``RiskCounters/read(_:since:now:seed:_:)``).
+        var refreshing = false
+        init(_ counter: Counter, seededAt: Int64, fullySeededAt: Int64) {
             self.counter = counter
             self.seededAt = seededAt
+            self.fullySeededAt = fullySeededAt
         }
     }
 
@@ -94,20 +106,30 @@ public final class RiskCounters: Sendable {
     package let maximumKeys: Int
     /// Seconds after which a counter is seeded again from the history (nil: never; see the type's overview).
     package let refreshAfter: Int64?
+    /// Seconds before the last scan that a refresh reads again (see the type's overview).
+    package let overlap: Int64
+    /// Seconds after which a refresh reads the whole history again.
+    package let fullRefreshAfter: Int64
     private let state = Locked(State())
     /// Most events counted per key; more than this all look alike to the rules.
     package static let defaultLimit = 1000
 
-    package init(limit: Int = RiskCounters.defaultLimit, maximumKeys: Int = 200_000, refreshAfter: Int64? = nil) {
+    package init(
+        limit: Int = RiskCounters.defaultLimit, maximumKeys: Int = 200_000, refreshAfter: Int64? = nil,
+        overlap: Int64 = 5, fullRefreshAfter: Int64 = 60
+    ) {
         self.limit = limit
         self.maximumKeys = maximumKeys
         self.refreshAfter = refreshAfter
+        self.overlap = overlap
+        self.fullRefreshAfter = fullRefreshAfter
     }
 
-    /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan)
-    /// when it is not held yet, or is older than `refreshAfter` at `now`.
+    /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan: of the
+    /// events stamped from `from` on, or of all when `from` is nil) when it is not held yet, or is older than
+    /// `refreshAfter` at `now`.
     package func events(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event]
+        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event]
     ) async throws -> [Event] {
         try await summary(key, since: since, now: now, seed: seed) { $0 }
     }
@@ -121,7 +143,7 @@ public final class RiskCounters: Sendable {
     /// this toolchain (Swift 6.3) does not inline or specialize `@inlinable package` functions across modules.
     @inlinable
     public func summary<Summary: Sendable>(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event],
+        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
         _ summarize: ([Event]) -> Summary
     ) async throws -> Summary {
         var summary: Summary?
@@ -131,49 +153,107 @@ public final class RiskCounters: Sendable {
 
     /// Calls `body` once with the events of `key`, as ``summary(_:since:now:seed:_:)`` describes.
     public func read(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: () async throws -> [Event], _ body: ([Event]) -> Void
+        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
+        _ body: ([Event]) -> Void
     ) async throws {
-        let held = state.withLock { state -> Bool in
+        // nil: held; .some(nil): read the whole history; .some(stamp): read it from `stamp` on.
+        let scan = state.withLock { state -> Int64?? in
             state.clock += 1
             switch state.slots[key] {
-            case .ready(let box) where isStale(box, now: now):
-                // Seeded again: the scan reads what every daemon committed (this one's events are in it too).
-                state.slots[key] = .seeding([])
-                return false
+            case .ready(let box) where !box.refreshing && isStale(box, now: now):
+                // Seeded again: the scan reads what every daemon committed (this one's events are in it too). One
+                // caller reads; the others go on with the counter as held (at most one scan late), instead of each
+                // scanning the same history at once (a key every connection meets, such as a shared device, was
+                // read by all of them every second).
+                box.refreshing = true
+                let whole = now - box.fullySeededAt >= fullRefreshAfter || now < box.fullySeededAt
+                return .some(whole ? nil : box.seededAt - overlap)
             case .ready(let box):
                 if let since { box.counter.prune(before: since) }
                 box.counter.trim(keeping: limit)
                 box.counter.lastUse = state.clock
                 body(box.counter.events)
-                return true
+                return nil
             case .seeding:
-                return false
+                return .some(nil)
             case nil:
                 makeRoom(&state)
                 state.slots[key] = .seeding([])
-                return false
+                return .some(nil)
             }
         }
-        if held { return }
+        guard let from = scan else { return }
         // Seeding (ours, or another caller's that is still running: then this one reads the store too).
-        let scanned = try await seed()
+        let scanned: [Event]
+        do {
+            scanned = try await seed(from)
+        } catch {
+            abandon(key)
+            throw error
+        }
         state.withLock { state in
+            var fullySeededAt = now
             var counter = Counter()
-            for event in scanned { counter.add(event, limit: limit) }
             switch state.slots[key] {
             case .seeding(let waiting):
+                for event in scanned { counter.add(event, limit: limit) }
                 for event in waiting { counter.add(event, limit: limit) }
             case .ready(let current):
-                for event in current.counter.events { counter.add(event, limit: limit) }
+                // A refresh (or a seeding that another caller finished first): the held counter, with what was
+                // committed meanwhile, takes the events the scan found (taken out of the box, not copied).
+                swap(&counter, &current.counter)
+                for event in scanned { counter.add(event, limit: limit) }
+                if from != nil { fullySeededAt = current.fullySeededAt }
             case nil:
-                break
+                for event in scanned { counter.add(event, limit: limit) }
             }
             counter.trim(keeping: limit)
             if let since { counter.prune(before: since) }
             state.clock += 1
             counter.lastUse = state.clock
-            state.slots[key] = .ready(Box(counter, seededAt: now))
+            state.slots[key] = .ready(Box(counter, seededAt: now, fullySeededAt: fullySeededAt))
             body(counter.events)
+        }
+    }
+
+    /// What reads one key's counter: the key, its window, and the history scan that seeds it (as in
+    /// ``read(_:since:now:seed:_:)``).
+    public struct Seeding: Sendable {
+        public var key: String
+        public var since: Int64?
+        public var seed: @Sendable (_ from: Int64?) async throws -> [Event]
+
+        public init(key: String, since: Int64?, seed: @escaping @Sendable (_ from: Int64?) async throws -> [Event]) {
+            self.key = key
+            self.since = since
+            self.seed = seed
+        }
+    }
+
+    /// Reads the history for each of these counters that is not held or is stale at `now`, all at once (a pay-in's
+    /// counters, seeded one after the other, took one store round trip each), so that the reads that follow find
+    /// them held. Nothing is read when all are held and fresh.
+    public func seed(_ counters: [Seeding], now: Int64) async throws {
+        let due = state.withLock { state in
+            counters.filter { counter in
+                switch state.slots[counter.key] {
+                case .ready(let box): !box.refreshing && isStale(box, now: now)
+                case .seeding, nil: true
+                }
+            }
+        }
+        if due.count == 1 {
+            try await read(due[0].key, since: due[0].since, now: now, seed: due[0].seed) { _ in }
+            return
+        }
+        guard !due.isEmpty else { return }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for counter in due {
+                group.addTask {
+                    try await self.read(counter.key, since: counter.since, now: now, seed: counter.seed) { _ in }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 
@@ -182,10 +262,15 @@ public final class RiskCounters: Sendable {
         return now - box.seededAt >= refreshAfter || now < box.seededAt
     }
 
-    /// Forgets a key whose seeding failed, so that the next caller seeds it again.
-    package func abandon(_ key: String) {
+    /// Forgets a key whose seeding failed, so that the next caller seeds it again (a stale counter whose refresh
+    /// failed is kept, and the next caller reads the history again).
+    private func abandon(_ key: String) {
         state.withLock { state in
-            if case .seeding = state.slots[key] { state.slots[key] = nil }
+            switch state.slots[key] {
+            case .seeding: state.slots[key] = nil
+            case .ready(let box): box.refreshing = false
+            case nil: break
+            }
         }
     }
 

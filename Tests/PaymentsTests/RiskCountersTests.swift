@@ -1,4 +1,5 @@
 import Testing
+import VaultCore
 
 @testable import Payments
 @testable import Risk
@@ -12,28 +13,28 @@ import Testing
     @Test func seedsOnceThenCountsCommittedEventsOnceEach() async throws {
         let counters = RiskCounters()
         var scans = 0
-        let first = try await counters.events("k", since: 100) {
+        let first = try await counters.events("k", since: 100) { _ in
             scans += 1
             return [Self.event(100, "a"), Self.event(150, "b")]
         }
         #expect(first.map(\.transactionId) == ["a", "b"])
         // A commit reports "b" again (it was in the scan) and a new "c".
         counters.record([("k", Self.event(150, "b")), ("k", Self.event(160, "c")), ("other", Self.event(160, "x"))])
-        let second = try await counters.events("k", since: 100) {
+        let second = try await counters.events("k", since: 100) { _ in
             scans += 1
             return []
         }
         #expect(second.map(\.transactionId) == ["a", "b", "c"])
         #expect(scans == 1)
         // The window moves on: older events drop out.
-        #expect(try await counters.events("k", since: 151) { [] }.map(\.transactionId) == ["c"])
+        #expect(try await counters.events("k", since: 151) { _ in [] }.map(\.transactionId) == ["c"])
         // A key nobody asked for was not kept: its seeding scan reads it from the store.
-        #expect(try await counters.events("other", since: 0) { [Self.event(160, "x")] }.count == 1)
+        #expect(try await counters.events("other", since: 0) { _ in [Self.event(160, "x")] }.count == 1)
     }
 
     @Test func eventsCommittedWhileSeedingAreMerged() async throws {
         let counters = RiskCounters()
-        let events = try await counters.events("k", since: nil) {
+        let events = try await counters.events("k", since: nil) { _ in
             // Commits made durable while the scan runs: one the scan saw, one it did not.
             counters.record([("k", Self.event(5, "seen")), ("k", Self.event(6, "late"))])
             return [Self.event(5, "seen")]
@@ -43,20 +44,19 @@ import Testing
 
     @Test func keepsTheNewestUpToTheLimitAndForgetsFailedSeeds() async throws {
         let counters = RiskCounters(limit: 3)
-        _ = try await counters.events("k", since: nil) { (1...5).map { Self.event(Int64($0), "t\($0)") } }
+        _ = try await counters.events("k", since: nil) { _ in (1...5).map { Self.event(Int64($0), "t\($0)") } }
         counters.record([("k", Self.event(9, "t9"))])
-        #expect(try await counters.events("k", since: nil) { [] }.map(\.transactionId) == ["t4", "t5", "t9"])
+        #expect(try await counters.events("k", since: nil) { _ in [] }.map(\.transactionId) == ["t4", "t5", "t9"])
         struct Failure: Error {}
-        await #expect(throws: Failure.self) { try await counters.events("bad", since: nil) { throw Failure() } }
-        counters.abandon("bad")
-        #expect(try await counters.events("bad", since: nil) { [Self.event(1, "x")] }.count == 1)
+        await #expect(throws: Failure.self) { try await counters.events("bad", since: nil) { _ in throw Failure() } }
+        #expect(try await counters.events("bad", since: nil) { _ in [Self.event(1, "x")] }.count == 1)
     }
 
     @Test func onASharedStoreACounterIsSeededAgainOnceOlderThanTheRefresh() async throws {
         var history = [Self.event(100, "a")]
         var scans = 0
         func read(_ counters: RiskCounters, at now: Int64) async throws -> [String] {
-            try await counters.events("k", since: nil, now: now) {
+            try await counters.events("k", since: nil, now: now) { _ in
                 scans += 1
                 return history
             }.map(\.transactionId)
@@ -74,6 +74,92 @@ import Testing
         #expect(try await read(owned, at: 100) == ["a", "b"])
         history.append(Self.event(100, "c"))
         #expect(try await read(owned, at: 10_000) == ["a", "b"] && scans == 1)
+    }
+
+    @Test func aStaleCounterIsReadAgainByOneCallerWhileTheOthersReadItAsHeld() async throws {
+        let counters = RiskCounters(refreshAfter: 1)
+        var scans = 0
+        _ = try await counters.events("k", since: nil, now: 100) { _ in
+            scans += 1
+            return [Self.event(100, "a")]
+        }
+        struct Failure: Error {}
+        // The first caller after the second is over reads the history again; one arriving meanwhile does not.
+        var during: [String] = []
+        await #expect(throws: Failure.self) {
+            try await counters.events("k", since: nil, now: 101) { _ in
+                scans += 1
+                during = try await counters.events("k", since: nil, now: 101) { _ in
+                    scans += 1
+                    return []
+                }.map(\.transactionId)
+                throw Failure()
+            }
+        }
+        #expect(during == ["a"] && scans == 2)
+        // The refresh failed: the counter is kept, and the next caller reads the history again.
+        let refreshed = try await counters.events("k", since: nil, now: 101) { _ in
+            scans += 1
+            counters.record([("k", Self.event(101, "mine"))])  // committed here while the scan runs
+            return [Self.event(100, "a"), Self.event(100, "elsewhere")]
+        }
+        #expect(refreshed.map(\.transactionId) == ["a", "elsewhere", "mine"] && scans == 3)
+        #expect(try await counters.events("k", since: nil, now: 101) { _ in [] }.count == 3 && scans == 3)
+    }
+
+    @Test func aRefreshReadsTheHistorysTailAndNowAndThenAllOfIt() async throws {
+        // The history as the store holds it; a scan reads the events stamped from `from` on (all when nil).
+        var history = (1...50).map { Self.event(Int64($0), "old\($0)") }
+        var reads: [Int64?] = []
+        func read(_ counters: RiskCounters, at now: Int64) async throws -> [String] {
+            try await counters.events("k", since: nil, now: now) { from in
+                reads.append(from)
+                return history.filter { $0.stamp >= (from ?? .min) }
+            }.map(\.transactionId)
+        }
+        let counters = RiskCounters(refreshAfter: 1, overlap: 5, fullRefreshAfter: 60)
+        #expect(try await read(counters, at: 100).count == 50)
+        // Committed through another daemon: one within the overlap, one stamped long before it landed.
+        history += [Self.event(97, "recent"), Self.event(20, "stalled")]
+        let refreshed = try await read(counters, at: 101)
+        #expect(refreshed.count == 51 && refreshed.contains("recent") && !refreshed.contains("stalled"))
+        #expect(try await read(counters, at: 103).count == 51)
+        // A minute after the whole history was read, it is read whole again: the stalled event is counted.
+        let whole = try await read(counters, at: 160)
+        #expect(whole.count == 52 && whole.contains("stalled"))
+        // A clock that went back reads it whole too.
+        _ = try await read(counters, at: 150)
+        #expect(reads == [nil, 95, 96, nil, nil])
+    }
+
+    @Test func thePayInsCountersAreReadTogetherAndOnlyWhenNotHeldOrStale() async throws {
+        let counters = RiskCounters(refreshAfter: 1)
+        let started = Locked(Set<String>())
+        let scans = Locked(0)
+        // Seeds that saw all the others started (read one after the other, the first would wait for them in vain).
+        let metTheOthers = Locked(0)
+        func seeding(_ key: String, expecting together: Int) -> RiskCounters.Seeding {
+            RiskCounters.Seeding(key: key, since: nil) { _ in
+                scans.withLock { $0 += 1 }
+                started.withLock { _ = $0.insert(key) }
+                for _ in 0..<2_000 where started.withLock({ $0.count }) < together {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                if started.withLock({ $0.count }) >= together { metTheOthers.withLock { $0 += 1 } }
+                return [Self.event(100, key + "-event")]
+            }
+        }
+        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, now: 100)
+        #expect(metTheOthers.withLock { $0 } == 3 && scans.withLock { $0 } == 3)
+        // Held and fresh: nothing is read, here or by the reads that follow.
+        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, now: 100)
+        #expect(try await counters.events("b", since: nil, now: 100) { _ in [] }.map(\.transactionId) == ["b-event"])
+        #expect(scans.withLock { $0 } == 3)
+        // A second later all three are stale; with a new key, four are read together.
+        started.withLock { $0 = [] }
+        metTheOthers.withLock { $0 = 0 }
+        try await counters.seed(["a", "b", "c", "d"].map { seeding($0, expecting: 4) }, now: 101)
+        #expect(metTheOthers.withLock { $0 } == 4 && scans.withLock { $0 } == 7)
     }
 
     @Test func historyIdsParseBackToTheirEvents() {
