@@ -93,6 +93,8 @@ struct PayInRiskHistory: Sendable {
     {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
+        // The counters' refreshes turn within the second (each key at its own phase), so they read the clock finer.
+        let nowMillis = Int64((environment.clock.now.timeIntervalSince1970 * 1000).rounded(.down))
         let store = environment.store
         /// The counter of one dimension of one collection within the window.
         func windowed(_ collection: String, _ dimension: String, _ value: String) -> RiskCounters.Seeding {
@@ -120,11 +122,13 @@ struct PayInRiskHistory: Sendable {
             .compactMap { Self.event(from: $0, prefix: successPrefix) }
         }
         try await counters.seed(
-            [byCard, byUser, failedByCard, failedByUser, succeeded] + [byIP, byDevice].compactMap { $0 }, now: now)
+            [byCard, byUser, failedByCard, failedByUser, succeeded] + [byIP, byDevice].compactMap { $0 },
+            nowMillis: nowMillis)
         func summary<Summary: Sendable>(
             _ counter: RiskCounters.Seeding, _ summarize: ([RiskCounters.Event]) -> Summary
         ) async throws -> Summary {
-            try await counters.summary(counter.key, since: counter.since, now: now, seed: counter.seed, summarize)
+            try await counters.summary(
+                counter.key, since: counter.since, nowMillis: nowMillis, seed: counter.seed, summarize)
         }
         signals.recentByCard = try await summary(byCard) { $0.count }
         signals.recentByUser = try await summary(byUser) { $0.count }

@@ -15,7 +15,9 @@ import VaultStore
 /// With several daemons on one store (PostgreSQL), a commit made through another daemon never reaches this one's
 /// counters: `refreshAfter` (seconds) then makes a counter older than that be seeded again from the history, so
 /// that a shopper spread over the daemons is counted whole, at most that many seconds late. One caller reads the
-/// history again; callers meanwhile read the counter as held. A store one daemon owns needs no refresh (nil).
+/// history again; callers meanwhile read the counter as held. Each key has its own phase within the period (from a
+/// hash of the key), so that the counters seeded together are not all read again in the same instant. A store one
+/// daemon owns needs no refresh (nil).
 ///
 /// A refresh reads only the history's tail: the events stamped from `overlap` seconds before the counter's last scan
 /// on (the counter keeps the older ones), so that its cost follows the key's recent traffic, not the length of its
@@ -77,17 +79,20 @@ public final class RiskCounters: Sendable {
     /// the state's lock held.
     final class Box: @unchecked Sendable {
         var counter: Counter
-        /// When the history was last scanned for this counter (the caller's clock, seconds).
+        /// When the history was last scanned for this counter (the caller's clock, milliseconds).
         let seededAt: Int64
-        /// When the whole history was last scanned for it (`seededAt` or earlier).
+        /// When the whole history was last scanned for it (`seededAt` or earlier; milliseconds).
         let fullySeededAt: Int64
+        /// Where in each refresh period this key's period turns (milliseconds, below the period).
+        let phase: Int64
         /// A caller is reading the history again for this stale counter; the others read the counter as held
-        /// meanwhile (see ``RiskCounters/read(_:since:now:seed:_:)``).
+        /// meanwhile (see ``RiskCounters/read(_:since:nowMillis:seed:_:)``).
         var refreshing = false
-        init(_ counter: Counter, seededAt: Int64, fullySeededAt: Int64) {
+        init(_ counter: Counter, seededAt: Int64, fullySeededAt: Int64, phase: Int64) {
             self.counter = counter
             self.seededAt = seededAt
             self.fullySeededAt = fullySeededAt
+            self.phase = phase
         }
     }
 
@@ -125,35 +130,35 @@ public final class RiskCounters: Sendable {
         self.fullRefreshAfter = fullRefreshAfter
     }
 
-    /// The events of `key` (within `since…` when given), seeding the counter with `seed` (the history scan: of the
-    /// events stamped from `from` on, or of all when `from` is nil) when it is not held yet, or is older than
-    /// `refreshAfter` at `now`.
+    /// The events of `key` (within `since…` when given, in seconds like the events' stamps), seeding the counter with
+    /// `seed` (the history scan: of the events stamped from `from` on, or of all when `from` is nil) when it is not
+    /// held yet, or is stale at `now` (milliseconds since 1970, the caller's clock).
     package func events(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event]
+        _ key: String, since: Int64?, nowMillis now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event]
     ) async throws -> [Event] {
-        try await summary(key, since: since, now: now, seed: seed) { $0 }
+        try await summary(key, since: since, nowMillis: now, seed: seed) { $0 }
     }
 
     /// What `summarize` makes of the events of `key` (within `since…` when given), run with the lock held so that
     /// the events are read where they are (no copy for a count); seeds the counter with `seed` (the history scan)
     /// when it is not held yet, or is older than `refreshAfter` at `now`.
     ///
-    /// Inlined into the caller, over ``read(_:since:now:seed:_:)``, which is not generic: a generic `async` function
+    /// Inlined into the caller, over ``read(_:since:nowMillis:seed:_:)``, which is not generic: a generic `async` function
     /// of another module runs unspecialized, looking up its types' metadata on every call. Public, not `package`:
     /// this toolchain (Swift 6.3) does not inline or specialize `@inlinable package` functions across modules.
     @inlinable
     public func summary<Summary: Sendable>(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
+        _ key: String, since: Int64?, nowMillis now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
         _ summarize: ([Event]) -> Summary
     ) async throws -> Summary {
         var summary: Summary?
-        try await read(key, since: since, now: now, seed: seed) { summary = summarize($0) }
+        try await read(key, since: since, nowMillis: now, seed: seed) { summary = summarize($0) }
         return summary!
     }
 
-    /// Calls `body` once with the events of `key`, as ``summary(_:since:now:seed:_:)`` describes.
+    /// Calls `body` once with the events of `key`, as ``summary(_:since:nowMillis:seed:_:)`` describes.
     public func read(
-        _ key: String, since: Int64?, now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
+        _ key: String, since: Int64?, nowMillis now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
         _ body: ([Event]) -> Void
     ) async throws {
         // nil: held; .some(nil): read the whole history; .some(stamp): read it from `stamp` on.
@@ -166,8 +171,8 @@ public final class RiskCounters: Sendable {
                 // scanning the same history at once (a key every connection meets, such as a shared device, was
                 // read by all of them every second).
                 box.refreshing = true
-                let whole = now - box.fullySeededAt >= fullRefreshAfter || now < box.fullySeededAt
-                return .some(whole ? nil : box.seededAt - overlap)
+                let whole = now - box.fullySeededAt >= fullRefreshAfter * 1000 || now < box.fullySeededAt
+                return .some(whole ? nil : box.seededAt / 1000 - overlap)
             case .ready(let box):
                 if let since { box.counter.prune(before: since) }
                 box.counter.trim(keeping: limit)
@@ -211,13 +216,14 @@ public final class RiskCounters: Sendable {
             if let since { counter.prune(before: since) }
             state.clock += 1
             counter.lastUse = state.clock
-            state.slots[key] = .ready(Box(counter, seededAt: now, fullySeededAt: fullySeededAt))
+            state.slots[key] = .ready(
+                Box(counter, seededAt: now, fullySeededAt: fullySeededAt, phase: phase(of: key)))
             body(counter.events)
         }
     }
 
     /// What reads one key's counter: the key, its window, and the history scan that seeds it (as in
-    /// ``read(_:since:now:seed:_:)``).
+    /// ``read(_:since:nowMillis:seed:_:)``).
     public struct Seeding: Sendable {
         public var key: String
         public var since: Int64?
@@ -233,7 +239,7 @@ public final class RiskCounters: Sendable {
     /// Reads the history for each of these counters that is not held or is stale at `now`, all at once (a pay-in's
     /// counters, seeded one after the other, took one store round trip each), so that the reads that follow find
     /// them held. Nothing is read when all are held and fresh.
-    public func seed(_ counters: [Seeding], now: Int64) async throws {
+    public func seed(_ counters: [Seeding], nowMillis now: Int64) async throws {
         let due = state.withLock { state in
             counters.filter { counter in
                 switch state.slots[counter.key] {
@@ -243,23 +249,31 @@ public final class RiskCounters: Sendable {
             }
         }
         if due.count == 1 {
-            try await read(due[0].key, since: due[0].since, now: now, seed: due[0].seed) { _ in }
+            try await read(due[0].key, since: due[0].since, nowMillis: now, seed: due[0].seed) { _ in }
             return
         }
         guard !due.isEmpty else { return }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for counter in due {
                 group.addTask {
-                    try await self.read(counter.key, since: counter.since, now: now, seed: counter.seed) { _ in }
+                    try await self.read(counter.key, since: counter.since, nowMillis: now, seed: counter.seed) { _ in }
                 }
             }
             try await group.waitForAll()
         }
     }
 
+    /// True when the key's period turned since it was read (at most `refreshAfter` after), or the clock went back.
     private func isStale(_ box: Box, now: Int64) -> Bool {
-        guard let refreshAfter else { return false }
-        return now - box.seededAt >= refreshAfter || now < box.seededAt
+        guard let refreshAfter, refreshAfter > 0 else { return refreshAfter != nil }
+        let period = refreshAfter * 1000
+        return now < box.seededAt || (now + box.phase) / period != (box.seededAt + box.phase) / period
+    }
+
+    /// The key's phase within the refresh period (milliseconds).
+    private func phase(of key: String) -> Int64 {
+        guard let refreshAfter, refreshAfter > 0 else { return 0 }
+        return Int64(UInt64(truncatingIfNeeded: key.hashValue) % UInt64(refreshAfter * 1000))
     }
 
     /// Forgets a key whose seeding failed, so that the next caller seeds it again (a stale counter whose refresh

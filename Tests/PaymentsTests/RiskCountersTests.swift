@@ -56,7 +56,7 @@ import VaultCore
         var history = [Self.event(100, "a")]
         var scans = 0
         func read(_ counters: RiskCounters, at now: Int64) async throws -> [String] {
-            try await counters.events("k", since: nil, now: now) { _ in
+            try await counters.events("k", since: nil, nowMillis: now * 1000) { _ in
                 scans += 1
                 return history
             }.map(\.transactionId)
@@ -79,7 +79,7 @@ import VaultCore
     @Test func aStaleCounterIsReadAgainByOneCallerWhileTheOthersReadItAsHeld() async throws {
         let counters = RiskCounters(refreshAfter: 1)
         var scans = 0
-        _ = try await counters.events("k", since: nil, now: 100) { _ in
+        _ = try await counters.events("k", since: nil, nowMillis: 100_000) { _ in
             scans += 1
             return [Self.event(100, "a")]
         }
@@ -87,9 +87,9 @@ import VaultCore
         // The first caller after the second is over reads the history again; one arriving meanwhile does not.
         var during: [String] = []
         await #expect(throws: Failure.self) {
-            try await counters.events("k", since: nil, now: 101) { _ in
+            try await counters.events("k", since: nil, nowMillis: 101_000) { _ in
                 scans += 1
-                during = try await counters.events("k", since: nil, now: 101) { _ in
+                during = try await counters.events("k", since: nil, nowMillis: 101_000) { _ in
                     scans += 1
                     return []
                 }.map(\.transactionId)
@@ -98,13 +98,13 @@ import VaultCore
         }
         #expect(during == ["a"] && scans == 2)
         // The refresh failed: the counter is kept, and the next caller reads the history again.
-        let refreshed = try await counters.events("k", since: nil, now: 101) { _ in
+        let refreshed = try await counters.events("k", since: nil, nowMillis: 101_000) { _ in
             scans += 1
             counters.record([("k", Self.event(101, "mine"))])  // committed here while the scan runs
             return [Self.event(100, "a"), Self.event(100, "elsewhere")]
         }
         #expect(refreshed.map(\.transactionId) == ["a", "elsewhere", "mine"] && scans == 3)
-        #expect(try await counters.events("k", since: nil, now: 101) { _ in [] }.count == 3 && scans == 3)
+        #expect(try await counters.events("k", since: nil, nowMillis: 101_000) { _ in [] }.count == 3 && scans == 3)
     }
 
     @Test func aRefreshReadsTheHistorysTailAndNowAndThenAllOfIt() async throws {
@@ -112,7 +112,7 @@ import VaultCore
         var history = (1...50).map { Self.event(Int64($0), "old\($0)") }
         var reads: [Int64?] = []
         func read(_ counters: RiskCounters, at now: Int64) async throws -> [String] {
-            try await counters.events("k", since: nil, now: now) { from in
+            try await counters.events("k", since: nil, nowMillis: now * 1000) { from in
                 reads.append(from)
                 return history.filter { $0.stamp >= (from ?? .min) }
             }.map(\.transactionId)
@@ -149,17 +149,50 @@ import VaultCore
                 return [Self.event(100, key + "-event")]
             }
         }
-        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, now: 100)
+        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, nowMillis: 100_000)
         #expect(metTheOthers.withLock { $0 } == 3 && scans.withLock { $0 } == 3)
         // Held and fresh: nothing is read, here or by the reads that follow.
-        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, now: 100)
-        #expect(try await counters.events("b", since: nil, now: 100) { _ in [] }.map(\.transactionId) == ["b-event"])
+        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, nowMillis: 100_000)
+        #expect(
+            try await counters.events("b", since: nil, nowMillis: 100_000) { _ in [] }.map(\.transactionId) == [
+                "b-event"
+            ])
         #expect(scans.withLock { $0 } == 3)
         // A second later all three are stale; with a new key, four are read together.
         started.withLock { $0 = [] }
         metTheOthers.withLock { $0 = 0 }
-        try await counters.seed(["a", "b", "c", "d"].map { seeding($0, expecting: 4) }, now: 101)
+        try await counters.seed(["a", "b", "c", "d"].map { seeding($0, expecting: 4) }, nowMillis: 101_000)
         #expect(metTheOthers.withLock { $0 } == 4 && scans.withLock { $0 } == 7)
+    }
+
+    @Test func countersSeededTogetherAreReadAgainSpreadOverTheSecondEachWithinIt() async throws {
+        let counters = RiskCounters(refreshAfter: 1)
+        let keys = (0..<64).map { "key-\($0)" }
+        let scans = Locked([String: [Int64]]())
+        func seedings(at now: Int64) -> [RiskCounters.Seeding] {
+            keys.map { key in
+                RiskCounters.Seeding(key: key, since: nil) { _ in
+                    scans.withLock { $0[key, default: []].append(now) }
+                    return []
+                }
+            }
+        }
+        try await counters.seed(seedings(at: 100_000), nowMillis: 100_000)
+        // Every 50 ms for two seconds: which keys are read again, and when.
+        for step in Int64(1)...40 {
+            let now = 100_000 + step * 50
+            try await counters.seed(seedings(at: now), nowMillis: now)
+        }
+        let reads = scans.withLock { $0 }
+        // Each key once a second, never more than a second after its last read...
+        for key in keys {
+            let times = [100_000] + (reads[key] ?? []).dropFirst()
+            #expect(times.count == 3, "\(key): \(times)")
+            for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier <= 1_000) }
+        }
+        // ...and not all in the same instant: their first refreshes fall in many of the twenty 50 ms steps.
+        let firstRefreshes = Set(keys.compactMap { reads[$0]?.dropFirst().first })
+        #expect(firstRefreshes.count >= 8)
     }
 
     @Test func historyIdsParseBackToTheirEvents() {
