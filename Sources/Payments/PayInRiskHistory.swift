@@ -99,14 +99,9 @@ struct PayInRiskHistory: Sendable {
         /// The counter of one dimension of one collection within the window.
         func windowed(_ collection: String, _ dimension: String, _ value: String) -> RiskCounters.Seeding {
             let prefix = Self.prefix(clientId, dimension, value)
-            return RiskCounters.Seeding(key: Self.counterKey(collection, prefix), since: since) { from in
-                let first = max(since, from ?? since)
-                let records = try await store.scan(
-                    collection, prefix: prefix, after: prefix + Self.stamp(first), limit: Self.countLimit)
-                return records.compactMap { Self.event(from: $0, prefix: prefix) }
-            }
+            return RiskCounters.Seeding(
+                key: Self.counterKey(collection, prefix), since: since, collection: collection, prefix: prefix)
         }
-        let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
         let byCard = windowed(Self.attempts, "card", keys.fingerprint)
         let byUser = windowed(Self.attempts, "user", keys.userId)
         let byIP = keys.ipAddress.flatMap { $0.isEmpty ? nil : windowed(Self.attempts, "ip", $0) }
@@ -114,21 +109,20 @@ struct PayInRiskHistory: Sendable {
         let failedByCard = windowed(Self.failures, "card", keys.fingerprint)
         let failedByUser = windowed(Self.failures, "user", keys.userId)
         // The user's successes in this currency, whatever their age.
-        let succeeded = RiskCounters.Seeding(key: Self.counterKey(Self.successes, successPrefix), since: nil) { from in
-            try await store.scan(
-                Self.successes, prefix: successPrefix, after: from.map { successPrefix + Self.stamp($0) },
-                limit: Self.countLimit
-            )
-            .compactMap { Self.event(from: $0, prefix: successPrefix) }
-        }
+        let successPrefix = Self.prefix(clientId, "user", keys.userId) + currency + ":"
+        let succeeded = RiskCounters.Seeding(
+            key: Self.counterKey(Self.successes, successPrefix), since: nil, collection: Self.successes,
+            prefix: successPrefix)
         try await counters.seed(
             [byCard, byUser, failedByCard, failedByUser, succeeded] + [byIP, byDevice].compactMap { $0 },
-            nowMillis: nowMillis)
+            nowMillis: nowMillis
+        ) { try await Self.scan(store, $0, from: $1) }
         func summary<Summary: Sendable>(
             _ counter: RiskCounters.Seeding, _ summarize: ([RiskCounters.Event]) -> Summary
         ) async throws -> Summary {
             try await counters.summary(
-                counter.key, since: counter.since, nowMillis: nowMillis, seed: counter.seed, summarize)
+                counter.key, since: counter.since, nowMillis: nowMillis,
+                seed: { try await Self.scan(store, counter, from: $0) }, summarize)
         }
         signals.recentByCard = try await summary(byCard) { $0.count }
         signals.recentByUser = try await summary(byUser) { $0.count }
@@ -157,6 +151,19 @@ struct PayInRiskHistory: Sendable {
         signals.userHistoryCount = count
         signals.userHistoryLargest = largest
         return signals
+    }
+
+    /// The events of `counter`'s history stamped from `from` on (or all of its window when nil).
+    private static func scan(
+        _ store: any RecordStore, _ counter: RiskCounters.Seeding, from: Int64?
+    ) async throws
+        -> [RiskCounters.Event]
+    {
+        let first = counter.first(from: from)
+        let records = try await store.scan(
+            counter.collection, prefix: counter.prefix, after: first.map { counter.prefix + stamp($0) },
+            limit: countLimit)
+        return records.compactMap { event(from: $0, prefix: counter.prefix) }
     }
 
     /// How many of `events` carry an amount, and the largest of them (0 when none).

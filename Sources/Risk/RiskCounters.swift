@@ -222,24 +222,41 @@ public final class RiskCounters: Sendable {
         }
     }
 
-    /// What reads one key's counter: the key, its window, and the history scan that seeds it (as in
-    /// ``read(_:since:nowMillis:seed:_:)``).
+    /// One key's counter and where its history lies: the records of `collection` under `prefix`, within
+    /// `since…` when given (seconds, like the events' stamps).
     public struct Seeding: Sendable {
         public var key: String
         public var since: Int64?
-        public var seed: @Sendable (_ from: Int64?) async throws -> [Event]
+        public var collection: String
+        public var prefix: String
 
-        public init(key: String, since: Int64?, seed: @escaping @Sendable (_ from: Int64?) async throws -> [Event]) {
+        public init(key: String, since: Int64?, collection: String, prefix: String) {
             self.key = key
             self.since = since
-            self.seed = seed
+            self.collection = collection
+            self.prefix = prefix
+        }
+
+        /// Where a scan of its events stamped from `from` on (or of all within the window when nil) starts.
+        public func first(from: Int64?) -> Int64? {
+            guard let since else { return from }
+            guard let from else { return since }
+            return max(since, from)
         }
     }
 
-    /// Reads the history for each of these counters that is not held or is stale at `now`, all at once (a pay-in's
-    /// counters, seeded one after the other, took one store round trip each), so that the reads that follow find
-    /// them held. Nothing is read when all are held and fresh.
-    public func seed(_ counters: [Seeding], nowMillis now: Int64) async throws {
+    /// Reads the history for each of these counters that is not held or is stale at `now`, all at once, with `scan`
+    /// (as `seed` in ``read(_:since:nowMillis:seed:_:)``); a pay-in's counters, seeded one after the other, took one
+    /// store round trip each. The reads that follow then find them held. Nothing is read when all are held and fresh.
+    ///
+    /// On a store one daemon owns (no `refreshAfter`) it does nothing: a counter is seeded once, by the read that
+    /// first meets it, from local records, and checking them all first would cost a lookup per counter on every
+    /// pay-in.
+    public func seed(
+        _ counters: [Seeding], nowMillis now: Int64,
+        scan: @escaping @Sendable (_ counter: Seeding, _ from: Int64?) async throws -> [Event]
+    ) async throws {
+        guard refreshAfter != nil else { return }
         let due = state.withLock { state in
             counters.filter { counter in
                 switch state.slots[counter.key] {
@@ -248,16 +265,19 @@ public final class RiskCounters: Sendable {
                 }
             }
         }
+        /// Seeds one counter (what it holds is read later, by the caller's reads).
+        @Sendable func seedOne(_ counter: Seeding) async throws {
+            try await read(
+                counter.key, since: counter.since, nowMillis: now, seed: { try await scan(counter, $0) }, { _ in })
+        }
         if due.count == 1 {
-            try await read(due[0].key, since: due[0].since, nowMillis: now, seed: due[0].seed) { _ in }
+            try await seedOne(due[0])
             return
         }
         guard !due.isEmpty else { return }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for counter in due {
-                group.addTask {
-                    try await self.read(counter.key, since: counter.since, nowMillis: now, seed: counter.seed) { _ in }
-                }
+                group.addTask { try await seedOne(counter) }
             }
             try await group.waitForAll()
         }

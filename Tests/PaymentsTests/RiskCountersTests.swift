@@ -138,21 +138,23 @@ import VaultCore
         let scans = Locked(0)
         // Seeds that saw all the others started (read one after the other, the first would wait for them in vain).
         let metTheOthers = Locked(0)
-        func seeding(_ key: String, expecting together: Int) -> RiskCounters.Seeding {
-            RiskCounters.Seeding(key: key, since: nil) { _ in
+        func seed(_ keys: [String], at now: Int64, on counters: RiskCounters) async throws {
+            let together = keys.count
+            let seedings = keys.map { RiskCounters.Seeding(key: $0, since: nil, collection: "c", prefix: $0 + ":") }
+            try await counters.seed(seedings, nowMillis: now) { counter, _ in
                 scans.withLock { $0 += 1 }
-                started.withLock { _ = $0.insert(key) }
+                started.withLock { _ = $0.insert(counter.key) }
                 for _ in 0..<2_000 where started.withLock({ $0.count }) < together {
                     try await Task.sleep(for: .milliseconds(1))
                 }
                 if started.withLock({ $0.count }) >= together { metTheOthers.withLock { $0 += 1 } }
-                return [Self.event(100, key + "-event")]
+                return [Self.event(100, counter.key + "-event")]
             }
         }
-        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, nowMillis: 100_000)
+        try await seed(["a", "b", "c"], at: 100_000, on: counters)
         #expect(metTheOthers.withLock { $0 } == 3 && scans.withLock { $0 } == 3)
         // Held and fresh: nothing is read, here or by the reads that follow.
-        try await counters.seed(["a", "b", "c"].map { seeding($0, expecting: 3) }, nowMillis: 100_000)
+        try await seed(["a", "b", "c"], at: 100_000, on: counters)
         #expect(
             try await counters.events("b", since: nil, nowMillis: 100_000) { _ in [] }.map(\.transactionId) == [
                 "b-event"
@@ -161,38 +163,47 @@ import VaultCore
         // A second later all three are stale; with a new key, four are read together.
         started.withLock { $0 = [] }
         metTheOthers.withLock { $0 = 0 }
-        try await counters.seed(["a", "b", "c", "d"].map { seeding($0, expecting: 4) }, nowMillis: 101_000)
+        try await seed(["a", "b", "c", "d"], at: 101_000, on: counters)
         #expect(metTheOthers.withLock { $0 } == 4 && scans.withLock { $0 } == 7)
+        // A store one daemon owns: the reads seed their counters themselves.
+        let owned = RiskCounters()
+        try await seed(["e"], at: 100_000, on: owned)
+        #expect(scans.withLock { $0 } == 7)
+        #expect(try await owned.events("e", since: nil, nowMillis: 100_000) { _ in [] }.isEmpty)
     }
 
     @Test func countersSeededTogetherAreReadAgainSpreadOverTheSecondEachWithinIt() async throws {
         let counters = RiskCounters(refreshAfter: 1)
-        let keys = (0..<64).map { "key-\($0)" }
+        let seedings = (0..<64).map {
+            RiskCounters.Seeding(key: "key-\($0)", since: nil, collection: "c", prefix: "key-\($0):")
+        }
         let scans = Locked([String: [Int64]]())
-        func seedings(at now: Int64) -> [RiskCounters.Seeding] {
-            keys.map { key in
-                RiskCounters.Seeding(key: key, since: nil) { _ in
-                    scans.withLock { $0[key, default: []].append(now) }
-                    return []
-                }
+        func seed(at now: Int64) async throws {
+            try await counters.seed(seedings, nowMillis: now) { counter, _ in
+                scans.withLock { $0[counter.key, default: []].append(now) }
+                return []
             }
         }
-        try await counters.seed(seedings(at: 100_000), nowMillis: 100_000)
+        try await seed(at: 100_000)
         // Every 50 ms for two seconds: which keys are read again, and when.
-        for step in Int64(1)...40 {
-            let now = 100_000 + step * 50
-            try await counters.seed(seedings(at: now), nowMillis: now)
-        }
+        for step in Int64(1)...40 { try await seed(at: 100_000 + step * 50) }
         let reads = scans.withLock { $0 }
         // Each key once a second, never more than a second after its last read...
-        for key in keys {
-            let times = [100_000] + (reads[key] ?? []).dropFirst()
-            #expect(times.count == 3, "\(key): \(times)")
+        for key in seedings.map(\.key) {
+            let times = reads[key] ?? []
+            #expect(times.count == 3 && times.first == 100_000, "\(key): \(times)")
             for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier <= 1_000) }
         }
         // ...and not all in the same instant: their first refreshes fall in many of the twenty 50 ms steps.
-        let firstRefreshes = Set(keys.compactMap { reads[$0]?.dropFirst().first })
+        let firstRefreshes = Set(seedings.compactMap { reads[$0.key]?.dropFirst().first })
         #expect(firstRefreshes.count >= 8)
+    }
+
+    @Test func aSeedingsScanStartsAtItsWindowOrLater() {
+        let windowed = RiskCounters.Seeding(key: "k", since: 100, collection: "c", prefix: "p:")
+        #expect(windowed.first(from: nil) == 100 && windowed.first(from: 90) == 100 && windowed.first(from: 120) == 120)
+        let whole = RiskCounters.Seeding(key: "k", since: nil, collection: "c", prefix: "p:")
+        #expect(whole.first(from: nil) == nil && whole.first(from: 120) == 120)
     }
 
     @Test func historyIdsParseBackToTheirEvents() {
