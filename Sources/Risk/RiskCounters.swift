@@ -140,12 +140,13 @@ public final class RiskCounters: Sendable {
     }
 
     /// What `summarize` makes of the events of `key` (within `since…` when given), run with the lock held so that
-    /// the events are read where they are (no copy for a count); seeds the counter with `seed` (the history scan)
-    /// when it is not held yet, or is older than `refreshAfter` at `now`.
+    /// the events are read where they are (no copy for a count); seeds the counter with `seed` as
+    /// ``events(_:since:nowMillis:seed:)`` does.
     ///
-    /// Inlined into the caller, over ``read(_:since:nowMillis:seed:_:)``, which is not generic: a generic `async` function
-    /// of another module runs unspecialized, looking up its types' metadata on every call. Public, not `package`:
-    /// this toolchain (Swift 6.3) does not inline or specialize `@inlinable package` functions across modules.
+    /// Inlined into the caller, over ``read(_:since:nowMillis:seed:_:)``, which is not generic: a generic `async`
+    /// function of another module runs unspecialized, looking up its types' metadata on every call. Public, not
+    /// `package`: this toolchain (Swift 6.3) does not inline or specialize `@inlinable package` functions across
+    /// modules.
     @inlinable
     public func summary<Summary: Sendable>(
         _ key: String, since: Int64?, nowMillis now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
@@ -330,7 +331,8 @@ public final class RiskCounters: Sendable {
         guard state.slots.count >= maximumKeys else { return }
         var uses: [(UInt64, String)] = []
         for (key, slot) in state.slots {
-            if case .ready(let box) = slot { uses.append((box.counter.lastUse, key)) }
+            // A counter being refreshed stays: its scan reads only the history's tail, the box holds the rest.
+            if case .ready(let box) = slot, !box.refreshing { uses.append((box.counter.lastUse, key)) }
         }
         uses.sort { $0.0 < $1.0 }
         for (_, key) in uses.prefix(max(1, uses.count / 2)) { state.slots[key] = nil }

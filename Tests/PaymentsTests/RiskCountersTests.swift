@@ -206,6 +206,19 @@ import VaultCore
         #expect(whole.first(from: nil) == nil && whole.first(from: 120) == 120)
     }
 
+    @Test func aCounterBeingRefreshedIsNotForgottenToMakeRoom() async throws {
+        let counters = RiskCounters(maximumKeys: 2, refreshAfter: 1)
+        _ = try await counters.events("k1", since: nil, nowMillis: 100_000) { _ in [Self.event(50, "old")] }
+        _ = try await counters.events("k2", since: nil, nowMillis: 100_000) { _ in [] }
+        // k1's refresh reads only the tail; meanwhile a third key needs room, and k1 is the least recently used.
+        let refreshed = try await counters.events("k1", since: nil, nowMillis: 101_000) { from in
+            #expect(from == 95)
+            _ = try await counters.events("k3", since: nil, nowMillis: 101_000) { _ in [] }
+            return [Self.event(100, "new")]
+        }
+        #expect(refreshed.map(\.transactionId) == ["old", "new"])
+    }
+
     @Test func historyIdsParseBackToTheirEvents() {
         let keys = PayInRiskHistory.Keys(fingerprint: "fp", userId: "user_1", ipAddress: "10.0.0.1", deviceId: "d-1")
         let writes =
