@@ -132,7 +132,7 @@ extension CheckoutService {
     func audit(_ session: CheckoutSession, outcome: PaymentDataAccess.Outcome, operation: String) async throws {
         let access = PaymentDataAccess(
             clientId: session.clientId, transactionId: session.transactionId, checkoutId: session.request.checkoutId,
-            at: Int64((clock.now.timeIntervalSince1970 * 1000).rounded(.down)), outcome: outcome, operation: operation)
+            at: clock.now.millisecondsSince1970, outcome: outcome, operation: operation)
         let id = scoped(session.clientId, session.transactionId)
         // One record per transaction holds its reads in order; concurrent reads retry on the version.
         return try await retryingOnConflict(

@@ -468,7 +468,7 @@ public final class ForwardService: Sendable {
 
     /// `acc_` + Unix milliseconds (15 digits, so ids sort in time) + 26 random characters.
     static func accessId(now: Date, random: any RandomSource) -> String {
-        let millis = String(Int64((now.timeIntervalSince1970 * 1000).rounded(.down)))
+        let millis = String(now.millisecondsSince1970)
         return "acc_" + String(repeating: "0", count: max(0, 15 - millis.count)) + millis
             + Identifier.make("", random: random)
     }

@@ -94,7 +94,7 @@ struct PayInRiskHistory: Sendable {
         var signals = RiskSignals(amount: amount)
         let since = now - Int64(policy.windowSeconds)
         // The counters' refreshes turn within the second (each key at its own phase), so they read the clock finer.
-        let nowMillis = Int64((environment.clock.now.timeIntervalSince1970 * 1000).rounded(.down))
+        let nowMillis = environment.clock.now.millisecondsSince1970
         let store = environment.store
         /// The counter of one dimension of one collection within the window.
         func windowed(_ collection: String, _ dimension: String, _ value: String) -> RiskCounters.Seeding {

@@ -182,7 +182,7 @@ public enum ISO8601Timestamp {
 
     /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC) to a byte buffer.
     public static func append(_ date: Date, to out: inout [UInt8]) {
-        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let millis = date.millisecondsSince1970
         let seconds = millis / 1000
         let ms = Int(millis - seconds * 1000)
         let parts = UTCDateParts(unixSeconds: seconds)

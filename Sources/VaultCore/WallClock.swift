@@ -31,3 +31,8 @@ public final class ManualClock: WallClock {
         current.withLock { $0 = date }
     }
 }
+
+extension Date {
+    /// Whole milliseconds since 1970-01-01T00:00:00Z, rounded down (log stamps, the risk counters' refresh phases).
+    public var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+}
