@@ -157,13 +157,20 @@ public final class RiskCounters: Sendable {
         return summary!
     }
 
+    /// What a read does after its look at the state.
+    private enum Next {
+        /// The counter is held and fresh: `body` has run.
+        case held
+        /// Scan the history: the events stamped from `from` on, or all of them when nil.
+        case scan(from: Int64?)
+    }
+
     /// Calls `body` once with the events of `key`, as ``summary(_:since:nowMillis:seed:_:)`` describes.
     public func read(
         _ key: String, since: Int64?, nowMillis now: Int64 = 0, seed: (_ from: Int64?) async throws -> [Event],
         _ body: ([Event]) -> Void
     ) async throws {
-        // nil: held; .some(nil): read the whole history; .some(stamp): read it from `stamp` on.
-        let scan = state.withLock { state -> Int64?? in
+        let next = state.withLock { state -> Next in
             state.clock += 1
             switch state.slots[key] {
             case .ready(let box) where !box.refreshing && isStale(box, now: now):
@@ -173,22 +180,22 @@ public final class RiskCounters: Sendable {
                 // read by all of them every second).
                 box.refreshing = true
                 let whole = now - box.fullySeededAt >= fullRefreshAfter * 1000 || now < box.fullySeededAt
-                return .some(whole ? nil : box.seededAt / 1000 - overlap)
+                return .scan(from: whole ? nil : box.seededAt / 1000 - overlap)
             case .ready(let box):
                 if let since { box.counter.prune(before: since) }
                 box.counter.trim(keeping: limit)
                 box.counter.lastUse = state.clock
                 body(box.counter.events)
-                return nil
+                return .held
             case .seeding:
-                return .some(nil)
+                return .scan(from: nil)
             case nil:
                 makeRoom(&state)
                 state.slots[key] = .seeding([])
-                return .some(nil)
+                return .scan(from: nil)
             }
         }
-        guard let from = scan else { return }
+        guard case .scan(let from) = next else { return }
         // Seeding (ours, or another caller's that is still running: then this one reads the store too).
         let scanned: [Event]
         do {
