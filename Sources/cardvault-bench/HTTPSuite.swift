@@ -171,6 +171,10 @@ struct HTTPSuite: BenchSuite {
         let connections = Self.tokenizationConnections
         let label = "\(connections) conns"
         let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)
+        // Before the tokenization line, whose durability check kills the daemon.
+        let floor = floorLine(server: server, serverNote: serverNote, nginxLoad: nginxLoad, context: context)
+        comparisons.append(floor.comparison)
+        cpuLines.append(("HTTP floor: CORS preflight, \(label)", floor.cpu, true))
         var tokenizeSide = Side.unavailable(serverNote)
         let tokenization = TokenizationRuns()
         let tokenizeCPU = tokenization.cpu
@@ -209,6 +213,11 @@ struct HTTPSuite: BenchSuite {
                 p99.flatMap { p99 in durable.map { ratio >= 0.5 && p99 < 5000 && $0 } }
             })
         comparisons.append(tokenize)
+        if let note = floorNote(
+            floor: floor.comparison, floorCPU: floor.cpu, tokenize: tokenize, tokenizeCPU: tokenizeCPU)
+        {
+            notes.append(note)
+        }
         comparisons.append(peerLine(tokenize, context: context, notes: &notes))
         if let registrations = tokenization.registrationsNote { notes.append(registrations) }
         if context.options.profile {
@@ -253,6 +262,50 @@ struct HTTPSuite: BenchSuite {
                 + "subject gets; nginx's rate is what that wrk set-up can deliver on this machine. wrk CPU (user + "
                 + "system / wall, in cores): " + generator.joined(separator: "; ") + ".")
         return comparisons
+    }
+
+    /// The floor under every route answered on the Swift pool: a CORS preflight (OPTIONS on the tokenization path, no
+    /// Origin: 204, nothing read or written) at the tokenization line's connections and wrk set-up, against nginx.
+    /// It costs what every such request costs before its own work (the request's suspension, the hop to the pool,
+    /// the resume and the answer), so no route of the kind, the tokenization included, reaches a higher ratio.
+    private func floorLine(
+        server: CardVaultServer?, serverNote: String, nginxLoad: WrkLoad, context: SuiteContext
+    ) -> (comparison: Comparison, cpu: CPUPerRequest) {
+        let cpu = CPUPerRequest()
+        var side = Side.unavailable(serverNote)
+        if let server {
+            let load = WrkLoad(
+                url: server.url, script: context.benchDirectory + "/wrk/preflight.lua",
+                connections: nginxLoad.connections, threadPerConnection: true)
+            side = .measured(
+                Workload(label: "cardvault serve, OPTIONS preflight (204)") { seconds in
+                    try cpu.measure(server, requests: \.1.requests) { try load.runReporting(seconds: seconds) }.sample
+                })
+        }
+        let comparison = context.compare(
+            "HTTP floor: CORS preflight on the Swift pool, \(nginxLoad.connections) conns", unit: "req/s",
+            subject: side,
+            anchor: .measured(Workload(label: "nginx, 64-byte body") { try nginxLoad.run(seconds: $0) }),
+            plan: context.loadPlan,
+            note: "OPTIONS /tokenize/…/… without an Origin (204): what every route on the Swift pool costs before its "
+                + "own work (suspension, hop, resume, answer), so the ceiling of the tokenization's ratio to nginx; "
+                + "wrk -t\(nginxLoad.threads) -c\(nginxLoad.connections) on both sides")
+        return (comparison, cpu)
+    }
+
+    /// The tokenization line beside the floor: ratios to nginx and daemon CPU per request, both measured in this run.
+    private func floorNote(
+        floor: Comparison, floorCPU: CPUPerRequest, tokenize: Comparison, tokenizeCPU: CPUPerRequest
+    ) -> String? {
+        guard let floorRatio = floor.ratio, let ratio = tokenize.ratio,
+            let floorMicros = floorCPU.median(droppingWarmup: true),
+            let micros = tokenizeCPU.median(droppingWarmup: true)
+        else { return nil }
+        return "HTTP floor: the CORS preflight, which does nothing past the HTTP layer and the hop to the Swift pool, "
+            + "ran at \(String(format: "%.2f", floorRatio))x nginx with \(Formatting.micros(floorMicros)) of daemon "
+            + "CPU per request; the tokenization POST at the same connections, at "
+            + "\(String(format: "%.2f", ratio))x with \(Formatting.micros(micros)) (its handler, the store's seal, "
+            + "write and fsync on top of the floor)."
     }
 
     /// The HTTP tokenization line (subject as measured above) against PostgreSQL + pgcrypto doing tokenize-and-store

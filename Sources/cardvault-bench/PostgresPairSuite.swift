@@ -102,6 +102,9 @@ struct PostgresPairSuite: BenchSuite {
                     + "runs)"))
 
         notes.append(cpu.note)
+        if let ceiling = cpu.ceilingNote(peerRates: (comparisons[1].anchor?.median, comparisons[2].anchor?.median)) {
+            notes.append(ceiling)
+        }
 
         // Pay-in: two daemons vs the file store.
         let half = Self.connections / 2
@@ -415,6 +418,32 @@ final class PairCPU {
                     generator: (sample.generatorCores ?? 0) * duration * 1e6 / count))
         }
         return sample
+    }
+
+    /// What the pair's daemons cannot change: the rate the machine's cores could carry if the daemons cost nothing,
+    /// from the CPU the PostgreSQL server and wrk alone spent per pair tokenization (medians of the timed runs),
+    /// against the peer's rate in the same line; for the runs with a wrk thread per connection and those with one
+    /// per daemon (`peerRates` in that order).
+    func ceilingNote(peerRates: (perConnection: Double?, perDaemon: Double?)) -> String? {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        func ceiling(_ runs: [Split], _ peerRate: Double?, _ label: String) -> String? {
+            let timed = runs.count > 1 ? Array(runs.dropFirst()) : runs
+            guard !timed.isEmpty, let peerRate, peerRate > 0 else { return nil }
+            let others = Statistics.median(timed.map { $0.database + $0.generator })
+            guard others > 0 else { return nil }
+            let rate = Double(cores) * 1e6 / others
+            return "\(label): server and wrk \(Formatting.micros(others)) per tokenization, at most "
+                + "\(Formatting.rate(rate))/s, \(String(format: "%.2f", rate / peerRate))x the peer's "
+                + "\(Formatting.rate(peerRate))/s in that line"
+        }
+        let parts = [
+            ceiling(pairRuns, peerRates.perConnection, "wrk thread per connection"),
+            ceiling(sharedPairRuns, peerRates.perDaemon, "one wrk thread per daemon"),
+        ].compactMap { $0 }
+        guard !parts.isEmpty else { return nil }
+        return "Ceiling on this machine (what the daemons cannot change): the rate its \(cores) cores could carry with "
+            + "daemons that cost nothing, from the CPU the PostgreSQL server and wrk alone took per pair tokenization "
+            + "(medians): " + parts.joined(separator: "; ") + "."
     }
 
     /// Medians over the runs (the first, a warm-up, left out when there are more).
