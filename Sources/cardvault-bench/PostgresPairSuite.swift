@@ -362,6 +362,8 @@ final class PairCPU {
         var daemons = 0.0
         var database = 0.0
         var generator = 0.0
+        /// Acknowledged tokenizations per second in the run (pair runs only).
+        var rate = 0.0
     }
 
     let pair: DaemonPair
@@ -399,7 +401,8 @@ final class PairCPU {
                 Split(
                     daemons: (daemonsAfter - daemons) * 1e6 / Double(count),
                     database: (databaseAfter - database) * 1e6 / Double(count),
-                    generator: generator * 1e6 / Double(count))
+                    generator: generator * 1e6 / Double(count),
+                    rate: results.reduce(0) { $0 + Double($1.report.completed ?? 0) / ($1.report.duration_us / 1e6) })
             if shared { sharedPairRuns.append(split) } else { pairRuns.append(split) }
         }
         return results
@@ -420,19 +423,23 @@ final class PairCPU {
         return sample
     }
 
-    /// What the pair's daemons cannot change: the rate the machine's cores could carry if the daemons cost nothing,
-    /// from the CPU the PostgreSQL server and wrk alone spent per pair tokenization (medians of the timed runs),
-    /// against the peer's rate in the same line; for the runs with a wrk thread per connection and those with one
-    /// per daemon (`peerRates` in that order).
+    /// What the pair's daemons cannot change: the rate the same CPU would carry if the daemons cost nothing, each
+    /// timed run's rate scaled by the CPU per tokenization of all three (daemons, PostgreSQL server, wrk) over that of
+    /// the server and wrk alone (the cores are all busy in these runs), then the median; against the peer's rate in
+    /// the same line, for the runs with a wrk thread per connection and those with one per daemon (`peerRates` in
+    /// that order). Scaling the measured rate keeps it free of the CPU the window holds beyond wrk's timed second.
     func ceilingNote(peerRates: (perConnection: Double?, perDaemon: Double?)) -> String? {
-        let cores = ProcessInfo.processInfo.activeProcessorCount
         func ceiling(_ runs: [Split], _ peerRate: Double?, _ label: String) -> String? {
             let timed = runs.count > 1 ? Array(runs.dropFirst()) : runs
-            guard !timed.isEmpty, let peerRate, peerRate > 0 else { return nil }
-            let others = Statistics.median(timed.map { $0.database + $0.generator })
-            guard others > 0 else { return nil }
-            let rate = Double(cores) * 1e6 / others
-            return "\(label): server and wrk \(Formatting.micros(others)) per tokenization, at most "
+            guard let peerRate, peerRate > 0 else { return nil }
+            let ceilings = timed.compactMap { run -> Double? in
+                let others = run.database + run.generator
+                return others > 0 && run.rate > 0 ? run.rate * (run.daemons + others) / others : nil
+            }
+            guard !ceilings.isEmpty else { return nil }
+            let shares = timed.map { $0.daemons / ($0.daemons + $0.database + $0.generator) }
+            let rate = Statistics.median(ceilings)
+            return "\(label): the daemons \(Int((Statistics.median(shares) * 100).rounded()))% of the CPU, at most "
                 + "\(Formatting.rate(rate))/s, \(String(format: "%.2f", rate / peerRate))x the peer's "
                 + "\(Formatting.rate(peerRate))/s in that line"
         }
@@ -441,9 +448,9 @@ final class PairCPU {
             ceiling(sharedPairRuns, peerRates.perDaemon, "one wrk thread per daemon"),
         ].compactMap { $0 }
         guard !parts.isEmpty else { return nil }
-        return "Ceiling on this machine (what the daemons cannot change): the rate its \(cores) cores could carry with "
-            + "daemons that cost nothing, from the CPU the PostgreSQL server and wrk alone took per pair tokenization "
-            + "(medians): " + parts.joined(separator: "; ") + "."
+        return "Ceiling on this machine (what the daemons cannot change): the pair's rate if the CPU its daemons took "
+            + "per tokenization went to the PostgreSQL server and wrk instead (medians of the runs): "
+            + parts.joined(separator: "; ") + "."
     }
 
     /// Medians over the runs (the first, a warm-up, left out when there are more).
