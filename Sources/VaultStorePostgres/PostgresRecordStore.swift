@@ -444,15 +444,25 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         var mustChange = 0
     }
 
+    /// A record a batch names, as the key of the writes seen so far (no "collection/id" text made per write).
+    private struct Name: Hashable, CustomStringConvertible {
+        var collection: String
+        var id: String
+        var description: String { collection + "/" + id }
+    }
+
     /// Plans a batch against the versions read for its unconditional puts, with the later writes of a batch
     /// seeing the earlier ones (as the other stores do). Throws `.conflict` for a batch that contradicts itself.
     static func plan(_ writes: [RecordWrite], unconditionalVersions: [Int: UInt64]) throws -> Plan {
-        var staged: [String: UInt64] = [:]  // "collection/id" -> version after the earlier writes (0: absent)
+        var staged: [Name: UInt64] = [:]  // version after the earlier writes (0: absent)
+        staged.reserveCapacity(writes.count)
         var plan = Plan(expected: [], versions: [], unconditionalStaleness: [])
+        plan.expected.reserveCapacity(writes.count)
+        plan.versions.reserveCapacity(writes.count)
         for (index, write) in writes.enumerated() {
-            let name = write.collection + "/" + write.id
+            let name = Name(collection: write.collection, id: write.id)
             let stagedVersion = staged[name]
-            if staged.keys.contains(name) { plan.distinct = false }
+            if stagedVersion != nil { plan.distinct = false }
             let expected: Int64
             switch write.condition {
             case .absent:
