@@ -79,14 +79,14 @@ struct PostgresPairSuite: BenchSuite {
         let peerNote =
             "the peer does the token, HMAC fingerprint, pgp_sym_encrypt and INSERT in the same cluster, "
             + "with no HTTP hop, registration check or profiling record"
-        comparisons.append(
-            context.compare(
-                "tokenization POST, PostgreSQL pair vs PostgreSQL + pgcrypto, \(Self.connections) conns",
-                unit: "req/s", subject: pairSide, anchor: peerSide, plan: context.loadPlan,
-                target: { Target(goal: "≥ 1x peer", met: $0.ratio.map { $0 >= 1 }) },
-                note: peerNote + "; wrk runs one thread per connection (64 threads), pgbench -j2 runs two"))
+        let versusPeer = context.compare(
+            "tokenization POST, PostgreSQL pair vs PostgreSQL + pgcrypto, \(Self.connections) conns",
+            unit: "req/s", subject: pairSide, anchor: peerSide, plan: context.loadPlan,
+            target: { Target(goal: "≥ 1x peer", met: $0.ratio.map { $0 >= 1 }) },
+            note: peerNote + "; wrk runs one thread per connection (64 threads), pgbench -j2 runs two")
+        comparisons.append(versusPeer)
         // The same with the generators alike: two load threads on each side (wrk -t1 -c32 per daemon, pgbench -j2).
-        comparisons.append(
+        let versusPeerShared =
             context.compare(
                 "tokenization POST, PostgreSQL pair (wrk -t1 per daemon) vs PostgreSQL + pgcrypto, "
                     + "\(Self.connections) conns",
@@ -99,10 +99,11 @@ struct PostgresPairSuite: BenchSuite {
                 target: { Target(goal: "≥ 1x peer", met: $0.ratio.map { $0 >= 1 }) },
                 note: peerNote + "; two load-generator threads on each side (tokenize-shared.lua: answers counted, "
                     + "not matched to registrations, so the durability check stays with the one-thread-per-connection "
-                    + "runs)"))
+                    + "runs)")
+        comparisons.append(versusPeerShared)
 
         notes.append(cpu.note)
-        if let ceiling = cpu.ceilingNote(peerRates: (comparisons[1].anchor?.median, comparisons[2].anchor?.median)) {
+        if let ceiling = cpu.ceilingNote(peerRates: (versusPeer.anchor?.median, versusPeerShared.anchor?.median)) {
             notes.append(ceiling)
         }
 
@@ -427,7 +428,7 @@ final class PairCPU {
     /// timed run's rate scaled by the CPU per tokenization of all three (daemons, PostgreSQL server, wrk) over that of
     /// the server and wrk alone (the cores are all busy in these runs), then the median; against the peer's rate in
     /// the same line, for the runs with a wrk thread per connection and those with one per daemon (`peerRates` in
-    /// that order). Scaling the measured rate keeps it free of the CPU the window holds beyond wrk's timed second.
+    /// that order). Scaling the measured rate keeps it free of the CPU that the measuring window holds beyond wrk's timed run.
     func ceilingNote(peerRates: (perConnection: Double?, perDaemon: Double?)) -> String? {
         func ceiling(_ runs: [Split], _ peerRate: Double?, _ label: String) -> String? {
             let timed = runs.count > 1 ? Array(runs.dropFirst()) : runs
