@@ -302,9 +302,9 @@ struct HTTPSuite: BenchSuite {
             let micros = tokenizeCPU.median(droppingWarmup: true)
         else { return nil }
         return "HTTP floor: the CORS preflight, which does nothing past the HTTP layer and the hop to the Swift pool, "
-            + "ran at \(String(format: "%.2f", floorRatio))x nginx with \(Formatting.micros(floorMicros)) of daemon "
+            + "ran at \(Formatting.ratio(floorRatio)) nginx with \(Formatting.micros(floorMicros)) of daemon "
             + "CPU per request; the tokenization POST at the same connections, at "
-            + "\(String(format: "%.2f", ratio))x with \(Formatting.micros(micros)) (its handler, the store's seal, "
+            + "\(Formatting.ratio(ratio)) with \(Formatting.micros(micros)) (its handler, the store's seal, "
             + "write and fsync on top of the floor)."
     }
 

@@ -441,7 +441,7 @@ final class PairCPU {
             let shares = timed.map { $0.daemons / ($0.daemons + $0.database + $0.generator) }
             let rate = Statistics.median(ceilings)
             return "\(label): the daemons \(Int((Statistics.median(shares) * 100).rounded()))% of the CPU, at most "
-                + "\(Formatting.rate(rate))/s, \(String(format: "%.2f", rate / peerRate))x the peer's "
+                + "\(Formatting.rate(rate))/s, \(Formatting.ratio(rate / peerRate)) the peer's "
                 + "\(Formatting.rate(peerRate))/s in that line"
         }
         let parts = [
