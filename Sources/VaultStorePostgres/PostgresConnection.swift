@@ -51,31 +51,53 @@ enum PostgresValue {
     case int64Array([Int64])
     case byteaArray([[UInt8]])
 
-    /// Appends the binary wire form to `out`, with no buffer of its own per value or element.
-    func encode(into out: inout [UInt8]) {
+    /// The number of bytes of the binary wire form (``encode(into:)``).
+    var encodedCount: Int {
         switch self {
-        case .text(let text): out.append(contentsOf: text.utf8)
-        case .int64(let value): Self.append(value, to: &out)
-        case .int32(let value): Self.append(value, to: &out)
-        case .bytes(let bytes): out.append(contentsOf: bytes)
+        case .text(let text): text.utf8.count
+        case .int64: 8
+        case .int32: 4
+        case .bytes(let bytes): bytes.count
+        case .textArray(let items): items.reduce(Self.arrayHeaderCount(items.count)) { $0 + 4 + $1.utf8.count }
+        case .int64Array(let items): Self.arrayHeaderCount(items.count) + items.count * 12
+        case .byteaArray(let items): items.reduce(Self.arrayHeaderCount(items.count)) { $0 + 4 + $1.count }
+        }
+    }
+
+    /// Writes the binary wire form at the writer's position: exactly ``encodedCount`` bytes.
+    func encode(into out: inout WireWriter) {
+        switch self {
+        case .text(let text): out.text(text)
+        case .int64(let value): out.integer(value)
+        case .int32(let value): out.integer(value)
+        case .bytes(let bytes): out.bytes(bytes)
         case .textArray(let items):
-            Self.appendArrayHeader(elementType: 25, count: items.count, to: &out)
+            Self.writeArrayHeader(elementType: 25, count: items.count, to: &out)
             for item in items {
-                Self.append(Int32(item.utf8.count), to: &out)
-                out.append(contentsOf: item.utf8)
+                out.integer(Int32(item.utf8.count))
+                out.text(item)
             }
         case .int64Array(let items):
-            Self.appendArrayHeader(elementType: 20, count: items.count, to: &out)
+            Self.writeArrayHeader(elementType: 20, count: items.count, to: &out)
             for item in items {
-                Self.append(Int32(8), to: &out)
-                Self.append(item, to: &out)
+                out.integer(Int32(8))
+                out.integer(item)
             }
         case .byteaArray(let items):
-            Self.appendArrayHeader(elementType: 17, count: items.count, to: &out)
+            Self.writeArrayHeader(elementType: 17, count: items.count, to: &out)
             for item in items {
-                Self.append(Int32(item.count), to: &out)
-                out.append(contentsOf: item)
+                out.integer(Int32(item.count))
+                out.bytes(item)
             }
+        }
+    }
+
+    /// The binary wire form in a buffer of its own.
+    var encoded: [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: encodedCount) { buffer, count in
+            var writer = WireWriter(buffer)
+            encode(into: &writer)
+            count = writer.offset
         }
     }
 
@@ -83,20 +105,48 @@ enum PostgresValue {
         withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 
-    private static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
-    }
-
     /// The head of a one-dimensional array without nulls (`array_send`): dimensions, null flag, element type, then
     /// (when not empty) the length and lower bound; each element follows after its length.
-    private static func appendArrayHeader(elementType: Int32, count: Int, to out: inout [UInt8]) {
-        append(Int32(count == 0 ? 0 : 1), to: &out)
-        append(Int32(0), to: &out)
-        append(elementType, to: &out)
+    private static func writeArrayHeader(elementType: Int32, count: Int, to out: inout WireWriter) {
+        out.integer(Int32(count == 0 ? 0 : 1))
+        out.integer(Int32(0))
+        out.integer(elementType)
         if count > 0 {
-            append(Int32(count), to: &out)
-            append(Int32(1), to: &out)
+            out.integer(Int32(count))
+            out.integer(Int32(1))
         }
+    }
+
+    private static func arrayHeaderCount(_ count: Int) -> Int { count == 0 ? 12 : 20 }
+}
+
+/// Writes parameters' wire forms into a buffer sized beforehand (``PostgresValue/encodedCount``): each integer one
+/// store, each byte string one copy, no growth checks.
+struct WireWriter {
+    private let buffer: UnsafeMutableBufferPointer<UInt8>
+    private(set) var offset = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+    mutating func integer<T: FixedWidthInteger>(_ value: T) {
+        precondition(offset + MemoryLayout<T>.size <= buffer.count, "parameter buffer sized too small")
+        UnsafeMutableRawPointer(buffer.baseAddress!).storeBytes(
+            of: value.bigEndian, toByteOffset: offset, as: T.self)
+        offset += MemoryLayout<T>.size
+    }
+
+    mutating func bytes(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { copy($0) }
+    }
+
+    mutating func text(_ text: String) {
+        if text.utf8.withContiguousStorageIfAvailable({ copy($0) }) == nil { copy(Array(text.utf8)) }
+    }
+
+    private mutating func copy(_ source: some Collection<UInt8>) {
+        precondition(offset + source.count <= buffer.count, "parameter buffer sized too small")
+        _ = UnsafeMutableBufferPointer(rebasing: buffer[offset...]).initialize(fromContentsOf: source)
+        offset += source.count
     }
 }
 
@@ -291,30 +341,32 @@ final class PostgresConnection {
         _ parameters: [PostgresValue],
         _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T
     ) throws -> T {
-        let formats = [Int32](repeating: 1, count: parameters.count)
-        // One buffer holding every parameter, encoded in place, so each pointer stays valid for the call.
-        var whole: [UInt8] = []
-        var offsets: [Int] = []
-        var lengths: [Int32] = []
-        offsets.reserveCapacity(parameters.count)
-        lengths.reserveCapacity(parameters.count)
-        for parameter in parameters {
-            let start = whole.count
-            parameter.encode(into: &whole)
-            offsets.append(start)
-            lengths.append(Int32(whole.count - start))
-        }
-        whole.append(0)
-        return try whole.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
-            let pointers: [UnsafePointer<CChar>?] = offsets.map { base + $0 }
-            return try pointers.withUnsafeBufferPointer { values in
-                try lengths.withUnsafeBufferPointer { lengthBuffer in
-                    try formats.withUnsafeBufferPointer { formatBuffer in
-                        try body(
-                            Int32(parameters.count), values.baseAddress, lengthBuffer.baseAddress,
-                            formatBuffer.baseAddress)
+        let count = parameters.count
+        // One buffer holding every parameter, sized first and written in place, so each pointer stays valid for the
+        // call; the pointers, lengths and formats (all binary) live on the stack.
+        let total = parameters.reduce(1) { $0 + $1.encodedCount }
+        return try withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * count) { numbers in
+            let whole = [UInt8](unsafeUninitializedCapacity: total) { buffer, written in
+                var writer = WireWriter(buffer)
+                for (index, parameter) in parameters.enumerated() {
+                    let start = writer.offset
+                    parameter.encode(into: &writer)
+                    numbers.initializeElement(at: index, to: Int32(writer.offset - start))
+                    numbers.initializeElement(at: count + index, to: 1)
+                }
+                buffer[writer.offset] = 0
+                written = writer.offset + 1
+            }
+            return try whole.withUnsafeBufferPointer { buffer in
+                let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+                return try withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { values in
+                    var offset = 0
+                    for index in 0..<count {
+                        values.initializeElement(at: index, to: base + offset)
+                        offset += Int(numbers[index])
                     }
+                    return try body(
+                        Int32(count), values.baseAddress, numbers.baseAddress, numbers.baseAddress.map { $0 + count })
                 }
             }
         }

@@ -229,8 +229,9 @@ public final class PostgresRecordStore: RecordStore, Sendable {
     /// "cvp1", data key version, record version, then collection and id after their lengths.
     static func authenticatedData(collection: String, id: String, keyVersion: UInt32, recordVersion: UInt64) -> [UInt8]
     {
-        var aad: [UInt8] = Array("cvp1".utf8)
+        var aad: [UInt8] = []
         aad.reserveCapacity(18 + collection.utf8.count + id.utf8.count)
+        aad += "cvp1".utf8
         withUnsafeBytes(of: keyVersion.littleEndian) { aad += $0 }
         withUnsafeBytes(of: recordVersion.littleEndian) { aad += $0 }
         aad.append(UInt8(collection.utf8.count))
