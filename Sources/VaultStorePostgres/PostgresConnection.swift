@@ -92,15 +92,6 @@ enum PostgresValue {
         }
     }
 
-    /// The binary wire form in a buffer of its own.
-    var encoded: [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: encodedCount) { buffer, count in
-            var writer = WireWriter(buffer)
-            encode(into: &writer)
-            count = writer.offset
-        }
-    }
-
     static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
         withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
