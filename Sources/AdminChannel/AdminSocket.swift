@@ -88,11 +88,47 @@ public struct AdminError: CodedError, Equatable {
     public static let badMessage = "badMessage"
 }
 
-/// Sends progress lines while a command runs (a rewrap's counts, for example).
+/// Who sent an admin command: the peer of the admin socket connection (`SO_PEERCRED`), or this process.
+public struct AdminCaller: Sendable, Equatable {
+    /// The peer's user id; nil for a command run in this process (the CLI on the files directly).
+    public let uid: UInt32?
+    public let pid: Int32?
+
+    public init(uid: UInt32?, pid: Int32?) {
+        self.uid = uid
+        self.pid = pid
+    }
+
+    /// A command run in this process.
+    public static let inProcess = AdminCaller(uid: getuid(), pid: getpid())
+
+    /// The credentials of the peer of the Unix socket `fd`.
+    static func peer(of fd: Int32) -> AdminCaller {
+        // Linux's `struct ucred` (pid, uid, gid), which Glibc's module does not export.
+        struct PeerCredentials {
+            var pid: Int32 = 0
+            var uid: UInt32 = 0
+            var gid: UInt32 = 0
+        }
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            return AdminCaller(uid: nil, pid: nil)
+        }
+        return AdminCaller(uid: credentials.uid, pid: credentials.pid)
+    }
+}
+
+/// Sends progress lines while a command runs (a rewrap's counts, for example), and tells who asked.
 public struct AdminProgress: Sendable {
     private let emit: @Sendable (AdminValue) -> Void
+    /// The command's sender.
+    public let caller: AdminCaller
 
-    public init(_ emit: @escaping @Sendable (AdminValue) -> Void) { self.emit = emit }
+    public init(caller: AdminCaller = .inProcess, _ emit: @escaping @Sendable (AdminValue) -> Void) {
+        self.caller = caller
+        self.emit = emit
+    }
 
     /// Sends one progress value to the caller.
     public func report(_ value: AdminValue) { emit(value) }
@@ -332,7 +368,8 @@ public final class AdminSocketServer: Service {
             state.withLock { _ = $0.connections.insert(connection) }
             let requests = AsyncStream<AdminMessage?>.makeStream()
             Thread.named("cv-admin-conn") { Self.readRequests(connection, into: requests.continuation) }.start()
-            Task { [self] in await answer(connection, requests.stream) }
+            let caller = AdminCaller.peer(of: connection)
+            Task { [self] in await answer(connection, caller: caller, requests.stream) }
         }
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.loopEnded = true
@@ -352,7 +389,7 @@ public final class AdminSocketServer: Service {
     }
 
     /// Answers a connection's requests in order, then closes it.
-    private func answer(_ fd: Int32, _ requests: AsyncStream<AdminMessage?>) async {
+    private func answer(_ fd: Int32, caller: AdminCaller, _ requests: AsyncStream<AdminMessage?>) async {
         defer {
             close(fd)  // the reader thread has finished the stream, so it no longer reads this descriptor
             let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -372,7 +409,7 @@ public final class AdminSocketServer: Service {
                 continue
             }
             let writeLock = Locked(())
-            let progress = AdminProgress { value in
+            let progress = AdminProgress(caller: caller) { value in
                 writeLock.withLock { _ in _ = writeAll(fd, AdminMessage(progress: value).line()) }
             }
             let message: AdminMessage
@@ -385,7 +422,12 @@ public final class AdminSocketServer: Service {
                 message = AdminMessage(ok: false, code: "internal", error: "the command failed")
                 logger.error("admin command failed", ["command": .string(command), "error": .string("\(error)")])
             }
-            logger.info("admin command", ["command": .string(command), "ok": .bool(message.ok == true)])
+            logger.info(
+                "admin command",
+                [
+                    "command": .string(command), "ok": .bool(message.ok == true),
+                    "uid": .int(caller.uid.map { Int($0) } ?? -1),
+                ])
             if !writeLock.withLock({ _ in writeAll(fd, message.line()) }) {
                 // The peer went away: stop reading too; the loop drains what the reader already queued.
                 writable = false

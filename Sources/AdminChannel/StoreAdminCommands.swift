@@ -39,7 +39,8 @@ public enum StoreAdminCommands {
             ])
         }
         handlers.register("keys.rotate-master") { _, _ in
-            .object(["backup": .string(try store.rotateMasterKey())])
+            try store.rotateMasterKey()
+            return .object([:])
         }
         handlers.register("keys.retire") { arguments, _ in
             guard let version = arguments["version"]?.intValue, version > 0, version <= Int(UInt32.max) else {

@@ -12,17 +12,21 @@ public struct CardVaultApplication: Sendable {
     public let logger: Logger
     public let metrics: HTTPMetrics
     public let routeGroups: [any RouteGroup]
+    /// How the master key is kept (file, shares, pkcs11), shown by `/health`.
+    public let keyCustody: String?
 
     public init(
         configuration: CardVaultConfiguration,
         logger: Logger,
         metrics: HTTPMetrics = HTTPMetrics(),
-        routeGroups: [any RouteGroup] = []
+        routeGroups: [any RouteGroup] = [],
+        keyCustody: String? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
         self.routeGroups = routeGroups
+        self.keyCustody = keyCustody
     }
 
     /// Every route: health and metrics, then each group in order.
@@ -30,7 +34,7 @@ public struct CardVaultApplication: Sendable {
         // The HTTP layer's own errors are worded in the Mangopay dialect on every path (as the API always has).
         var router = Router(errorDialect: .mangopay)
         let groups: [any RouteGroup] =
-            [HealthRoutes(), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
+            [HealthRoutes(keyCustody: keyCustody), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
         for group in groups {
             group.register(on: &router)
         }

@@ -43,9 +43,13 @@ public struct CardVaultDaemon: Sendable {
     }
 
     /// Builds every part over `backend` (the file store, or PostgreSQL shared with other daemons).
+    /// - Parameters:
+    ///   - keyCustody: how the master key is kept, for `/health` (file, shares, pkcs11).
+    ///   - adminCommands: registers further admin commands (the custody's: seal, rekey, rotate-master).
     public init(
-        configuration: CardVaultConfiguration, backend store: DaemonStore, logger: Logger,
-        announce: @escaping @Sendable (String) -> Void
+        configuration: CardVaultConfiguration, backend store: DaemonStore, keyCustody: String? = nil,
+        logger: Logger, announce: @escaping @Sendable (String) -> Void,
+        adminCommands: @Sendable (AdminHandlers) -> Void = { _ in }
     ) async throws {
         self.store = store
         self.logger = logger
@@ -75,12 +79,13 @@ public struct CardVaultDaemon: Sendable {
         metrics.addCollector { BuildInfo.prometheusText(storeBackend: storeBackend) }
         metrics.addCollector { hookEngine.metrics.prometheusText() }
         server = try CardVaultApplication(
-            configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups
+            configuration: configuration, logger: logger, metrics: metrics, routeGroups: groups, keyCustody: keyCustody
         ).makeServer()
 
         let handlers = AdminHandlers()
         store.registerAdminCommands(handlers)
         MerchantAdminCommands.register(services, in: handlers)
+        adminCommands(handlers)
         admin = AdminSocketServer(
             path: StoreAdminCommands.socketPath(dataDirectory: configuration.dataDirectory), handlers: handlers,
             logger: logger)

@@ -16,10 +16,13 @@ public struct DaemonStore: Sendable {
     public let registerAdminCommands: @Sendable (AdminHandlers) -> Void
     /// Closes the store (after every service stopped).
     public let close: @Sendable () -> Void
+    /// Rewraps every data key under a new master key (shares or HSM custody).
+    public let rotateMaster: @Sendable (any KeyEncryptionKey) async throws -> Void
 
     public init(
         store: any RecordStore, fingerprintKeys: any FingerprintKeySource, leadership: any Leadership,
         keyMetricsText: @escaping @Sendable () -> String,
+        rotateMaster: @escaping @Sendable (any KeyEncryptionKey) async throws -> Void,
         registerAdminCommands: @escaping @Sendable (AdminHandlers) -> Void,
         close: @escaping @Sendable () -> Void
     ) {
@@ -27,6 +30,7 @@ public struct DaemonStore: Sendable {
         self.fingerprintKeys = fingerprintKeys
         self.leadership = leadership
         self.keyMetricsText = keyMetricsText
+        self.rotateMaster = rotateMaster
         self.registerAdminCommands = registerAdminCommands
         self.close = close
     }
@@ -36,6 +40,7 @@ public struct DaemonStore: Sendable {
         DaemonStore(
             store: store, fingerprintKeys: store.fingerprintKeys, leadership: SoleLeadership(),
             keyMetricsText: { store.keyMetricsText() + store.storeMetricsText() },
+            rotateMaster: { try store.rotateMasterKey(to: $0) },
             registerAdminCommands: { StoreAdminCommands.register(store, in: $0) },
             close: { store.close() })
     }

@@ -83,6 +83,35 @@ public struct CardVaultConfiguration: Sendable, Equatable {
         }
     }
 
+    /// Custody of the master key (docs/key-custody.md): where it lives and, for an HSM, how to reach it.
+    public struct KeyEncryptionKey: Sendable, Equatable {
+        /// `file` (development), `shares` (sealed start, operator shares) or `pkcs11` (an HSM); nil: what the keys
+        /// directory's `custody.json` records, else `file`.
+        public var provider: String?
+        /// The PKCS#11 module (shared library) to load, for `pkcs11`.
+        public var module: String?
+        /// The label of the token that holds the key.
+        public var tokenLabel: String?
+        /// The label of the AES-256 key inside the token.
+        public var keyLabel: String
+        /// A file (mode 0600) that holds the token's user PIN.
+        public var pinFile: String?
+        /// The environment variable that holds the token's user PIN (when no `pinFile`).
+        public var pinEnvironment: String
+
+        public init(
+            provider: String? = nil, module: String? = nil, tokenLabel: String? = nil,
+            keyLabel: String = "cardvault-master", pinFile: String? = nil, pinEnvironment: String = "CARDVAULT_PKCS11_PIN"
+        ) {
+            self.provider = provider
+            self.module = module
+            self.tokenLabel = tokenLabel
+            self.keyLabel = keyLabel
+            self.pinFile = pinFile
+            self.pinEnvironment = pinEnvironment
+        }
+    }
+
     /// The PostgreSQL backend's settings (used when ``CardVaultConfiguration/databaseURL`` is set).
     public struct Database: Sendable, Equatable {
         /// Connections each daemon keeps open (each serves pipelined reads and grouped commits); the default is
@@ -166,6 +195,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
     public var metricsToken: Redacted<String>?
     /// Automatic data key rotation.
     public var keys: Keys
+    /// Custody of the master key.
+    public var kek = KeyEncryptionKey()
     /// A libpq URI (multi-host allowed): when set, records and data keys live in PostgreSQL and the data
     /// directory holds only the admin socket. nil: the encrypted file store in the data directory.
     public var databaseURL: Redacted<String>?

@@ -41,7 +41,7 @@ struct ConfigurationField: Sendable {
     let store: @Sendable (inout CardVaultConfiguration, Value) -> Void
 
     /// Objects in the file that hold fields.
-    static let sections: Set<String> = ["http", "tls", "keys", "database", "lifetimes", "forward", "hooks"]
+    static let sections: Set<String> = ["http", "tls", "keys", "kek", "database", "lifetimes", "forward", "hooks"]
 
     /// Every field: the daemon's own, then the forward ones (CardVaultConfiguration+Forward.swift) and the hooks'
     /// (CardVaultConfiguration+Hooks.swift).
@@ -164,6 +164,24 @@ struct ConfigurationField: Sendable {
             environmentName: "CARDVAULT_KEYS_ROTATE_AFTER_DAYS",
             kind: .integer(0...36_500)
         ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
+        ConfigurationField(
+            path: "kek.provider", environmentName: "CARDVAULT_KEK_PROVIDER", kind: .choice(["file", "shares", "pkcs11"])
+        ) { if case .text(let value) = $1 { $0.kek.provider = value } },
+        ConfigurationField(path: "kek.module", environmentName: "CARDVAULT_KEK_MODULE", kind: .optionalPath) {
+            config, value in config.kek.module = Self.optionalText(value)
+        },
+        ConfigurationField(path: "kek.tokenLabel", environmentName: "CARDVAULT_KEK_TOKEN_LABEL", kind: .optionalPath) {
+            config, value in config.kek.tokenLabel = Self.optionalText(value)
+        },
+        ConfigurationField(path: "kek.keyLabel", environmentName: "CARDVAULT_KEK_KEY_LABEL", kind: .path) {
+            if case .text(let text) = $1 { $0.kek.keyLabel = text }
+        },
+        ConfigurationField(path: "kek.pinFile", environmentName: "CARDVAULT_KEK_PIN_FILE", kind: .optionalPath) {
+            config, value in config.kek.pinFile = Self.optionalText(value)
+        },
+        ConfigurationField(
+            path: "kek.pinEnvironment", environmentName: "CARDVAULT_KEK_PIN_ENVIRONMENT", kind: .path
+        ) { if case .text(let text) = $1 { $0.kek.pinEnvironment = text } },
         ConfigurationField(path: "databaseURL", environmentName: "CARDVAULT_DATABASE_URL", kind: .optionalDatabaseURL) {
             config, value in config.databaseURL = Self.optionalText(value).map { Redacted($0) }
         },

@@ -7,15 +7,20 @@ public protocol RouteGroup: Sendable {
     func register(on router: inout Router)
 }
 
-/// `GET /health`: `{"status":"ok"}` while the process serves. Answered on the server's own thread.
+/// `GET /health`: `{"status":"ok"}` while the process serves, with `"keyCustody"` when given (how the master key
+/// is kept: file, shares, pkcs11). Answered on the server's own thread.
 public struct HealthRoutes: RouteGroup {
-    private static let body = Array(#"{"status":"ok"}"#.utf8)
+    private let body: [UInt8]
 
-    public init() {}
+    /// - Parameter keyCustody: a plain word (no quoting is done).
+    public init(keyCustody: String? = nil) {
+        body = Array((keyCustody.map { #"{"status":"ok","keyCustody":""# + $0 + #""}"# } ?? #"{"status":"ok"}"#).utf8)
+    }
 
     public func register(on router: inout Router) {
+        let body = body
         router.addImmediate(.get, "/health") { _ in
-            Response(status: .ok, headers: ["Content-Type": "application/json"], body: Self.body)
+            Response(status: .ok, headers: ["Content-Type": "application/json"], body: body)
         }
     }
 }

@@ -55,6 +55,8 @@ public struct Router: Sendable {
     public private(set) var routes: [Route] = []
     /// How the HTTP layer's own errors (unknown path, wrong method, limits, unexpected failures) are worded.
     public var errorDialect: HTTPErrorDialect = .plain
+    /// When set, the answer to every request no route takes (instead of 404 or 405): a sealed daemon's 503.
+    public var unmatched: HTTPError?
     private var literalPaths: [String: PatternGroup] = [:]
     private var parameterized: [PatternGroup] = []
     /// Positions in `parameterized` (ascending, so precedence holds) by segment count and first segment: those
@@ -222,9 +224,9 @@ public struct Router: Sendable {
                 response = ErrorResponder.response(for: error, request: request, dialect: errorDialect)
             }
         case .methodNotAllowed(let allowed):
-            response = errorDialect.response(for: .methodNotAllowed(allowed: allowed))
+            response = errorDialect.response(for: unmatched ?? .methodNotAllowed(allowed: allowed))
         case .notFound:
-            response = errorDialect.response(for: .notFound)
+            response = errorDialect.response(for: unmatched ?? .notFound)
         case .malformed(let error):
             response = errorDialect.response(for: error)
         }

@@ -164,9 +164,9 @@ final class ServerCore: Sendable {
             context.parameters = parameters
             context.series = routeSeries[route.index]
         case .methodNotAllowed(let allowed):
-            context.refusal = HTTPError.methodNotAllowed(allowed: allowed)
+            context.refusal = router.unmatched ?? HTTPError.methodNotAllowed(allowed: allowed)
         case .notFound:
-            context.refusal = HTTPError.notFound
+            context.refusal = router.unmatched ?? HTTPError.notFound
         case .malformed(let error):
             context.refusal = error
         }

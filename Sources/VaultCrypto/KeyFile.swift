@@ -124,24 +124,33 @@ public enum KeyFile {
 }
 
 extension KeyFile {
-    /// Copies the secret file at `path` to `path.YYYYMMDDTHHMMSSZ.bak` (mode 0600, never replacing a file), before
-    /// it is replaced: data backups taken earlier hold a keyring wrapped under it and cannot be opened without it.
-    /// - Returns: the backup's path.
-    /// - Throws: ``KeyRingError`` when the file cannot be read or the copy cannot be written.
-    public static func backUp(_ path: String, at date: Date) throws -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let stamp = formatter.string(from: date)
-        let secret = try readSecret(path)
-        var backup = path + "." + stamp + ".bak"
-        var attempt = 1
-        while access(backup, F_OK) == 0 {  // two rotations within one second
-            attempt += 1
-            backup = path + "." + stamp + "-" + String(attempt) + ".bak"
+    /// Overwrites the file at `path` with zeros, syncs it, unlinks it and syncs its directory, so that no copy of
+    /// a replaced key stays behind under that name. Nothing to do when it does not exist.
+    public static func destroy(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            throw KeyRingError(.io, "cannot open \(path): \(errnoText())")
         }
-        try secret.withUnsafeBytes { try writeAtomically(backup, $0, exclusive: true) }
-        return backup
+        var status = stat()
+        var failure: KeyRingError?
+        if fstat(fd, &status) == 0 {
+            let zeros = [UInt8](repeating: 0, count: max(Int(status.st_size), 1))
+            var done = 0
+            while done < Int(status.st_size) {
+                let wrote = zeros.withUnsafeBytes { write(fd, $0.baseAddress! + done, Int(status.st_size) - done) }
+                if wrote < 0 && errno == EINTR { continue }
+                guard wrote > 0 else {
+                    failure = KeyRingError(.io, "cannot overwrite \(path): \(errnoText())")
+                    break
+                }
+                done += wrote
+            }
+        }
+        if failure == nil && fsync(fd) != 0 { failure = KeyRingError(.io, "cannot sync \(path): \(errnoText())") }
+        close(fd)
+        if let failure { throw failure }
+        guard unlink(path) == 0 else { throw KeyRingError(.io, "cannot unlink \(path): \(errnoText())") }
+        syncDirectory(of: path)
     }
 }

@@ -138,7 +138,7 @@ public final class KeyRing: Sendable {
     public let fingerprintKeys: DerivedFingerprintKeys
 
     private struct State {
-        var kek: SymmetricKey
+        var kek: any KeyEncryptionKey
         var keys: [UInt32: SymmetricKey]
         var infos: [DataKeyInfo]
         var current: UInt32
@@ -184,11 +184,7 @@ public final class KeyRing: Sendable {
     public static func createMasterKey(
         keysDirectory: String, random: any RandomSource = RandomPool.shared
     ) throws -> Bool {
-        try KeyFile.makeDirectory(keysDirectory)
-        guard chmod(keysDirectory, 0o700) == 0 else {
-            throw KeyRingError(
-                .io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
-        }
+        try createKeysDirectory(keysDirectory)
         let path = masterKeyPath(keysDirectory)
         if access(path, F_OK) == 0 { return false }
         let key = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
@@ -198,6 +194,15 @@ public final class KeyRing: Sendable {
             return false
         }
         return true
+    }
+
+    /// Creates the keys directory, private (0700), or tightens an existing one to 0700.
+    public static func createKeysDirectory(_ keysDirectory: String) throws {
+        try KeyFile.makeDirectory(keysDirectory)
+        guard chmod(keysDirectory, 0o700) == 0 else {
+            throw KeyRingError(
+                .io, "cannot make \(keysDirectory) private (chmod 700): \(String(cString: strerror(errno)))")
+        }
     }
 
     static func readMasterKey(_ path: String) throws -> SymmetricKey {
@@ -218,12 +223,14 @@ public final class KeyRing: Sendable {
     /// Opens the keyring of `dataDirectory`, creating it (data key version 1 and a fingerprint
     /// secret) when the directory has none. Finishes an interrupted ``rotateMaster()``.
     /// - Throws: ``KeyRingError``: `.missing` master key, `.wrongMasterKey`, `.damaged`, `.io`.
+    /// - Parameter masterKey: the master key in hand (rebuilt from shares, or in an HSM); nil reads the development
+    ///   key file `<keysDirectory>/master.key`.
     public static func open(
-        dataDirectory: String, keysDirectory: String, clock: any WallClock = SystemClock(),
-        policy: KeyRotationPolicy = KeyRotationPolicy()
+        dataDirectory: String, keysDirectory: String, masterKey: (any KeyEncryptionKey)? = nil,
+        clock: any WallClock = SystemClock(), policy: KeyRotationPolicy = KeyRotationPolicy()
     ) throws -> KeyRing {
         let masterPath = masterKeyPath(keysDirectory)
-        var kek = try readMasterKey(masterPath)
+        var kek: any KeyEncryptionKey = try masterKey ?? MemoryKeyEncryptionKey(readMasterKey(masterPath))
         let ringPath = (dataDirectory as NSString).appendingPathComponent(keyRingFileName)
         guard let data = try KeyFile.readFile(ringPath) else {
             let dek = SymmetricKey.random()
@@ -243,16 +250,20 @@ public final class KeyRing: Sendable {
         guard file.format == 1, let check = Data(base64Encoded: file.kekCheck) else {
             throw KeyRingError(.damaged, "\(ringPath) has an unknown format")
         }
-        if !ConstantTime.equals(kekCheck(kek), check) {
-            // An interrupted master rotation: the keyring is already under the next key.
+        if !ConstantTime.equals(try kek.checkValue(), check) {
+            // An interrupted master rotation of a key file: the keyring is already under the next key.
             let nextPath = masterPath + ".next"
-            if access(nextPath, F_OK) == 0, let next = try? readMasterKey(nextPath),
-                ConstantTime.equals(kekCheck(next), check)
+            if masterKey == nil, access(nextPath, F_OK) == 0,
+                let next = try? MemoryKeyEncryptionKey(readMasterKey(nextPath)),
+                ConstantTime.equals(try next.checkValue(), check)
             {
+                try KeyFile.destroy(masterPath)
                 try KeyFile.replace(nextPath, with: masterPath)
                 kek = next
-            } else {
+            } else if masterKey == nil {
                 throw KeyRingError(.wrongMasterKey, "\(masterPath) is not the master key of \(dataDirectory)")
+            } else {
+                throw KeyRingError(.wrongMasterKey, "this master key does not open the keyring of \(dataDirectory)")
             }
         }
         var keys: [UInt32: SymmetricKey] = [:]
@@ -407,27 +418,33 @@ public final class KeyRing: Sendable {
         return info
     }
 
-    /// Replaces the master key with a fresh one and re-wraps every data key and the fingerprint
-    /// secret under it. Crash-safe: the old key is copied to a dated backup, the new key is written to
-    /// `master.key.next` first, then the keyring, then the new key is renamed over `master.key` (``open``
-    /// finishes a half-done one).
-    /// - Returns: the path of the old key's backup (``KeyFile/backUp(_:at:)``).
-    @discardableResult
-    public func rotateMaster(random: any RandomSource = RandomPool.shared, now: Date = Date()) throws -> String {
+    /// Re-wraps every data key and the fingerprint secret under a new master key; no old key stays on disk.
+    ///
+    /// With `replacement` nil (file custody) a fresh key replaces `master.key`: it is written to `master.key.next`,
+    /// then the keyring, then the old file is overwritten and unlinked and the new one renamed into place (``open``
+    /// finishes a half-done rotation). With a replacement (shares, an HSM) only the keyring is written.
+    public func rotateMaster(
+        to replacement: (any KeyEncryptionKey)? = nil, random: any RandomSource = RandomPool.shared
+    ) throws {
         try state.withLock { state in
+            var next = state
+            next.wrapped = [:]
+            next.wrappedSecret = nil
+            guard replacement == nil else {
+                next.kek = replacement!
+                try Self.write(&next, to: ringPath)
+                state = next
+                return
+            }
             let masterPath = Self.masterKeyPath(keysDirectory)
-            let backup = try KeyFile.backUp(masterPath, at: now)
             let nextPath = masterPath + ".next"
             let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
             try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
-            var next = state
-            next.kek = SymmetricKey(material)
-            next.wrapped = [:]
-            next.wrappedSecret = nil
+            next.kek = MemoryKeyEncryptionKey(SymmetricKey(material))
             try Self.write(&next, to: ringPath)
+            try KeyFile.destroy(masterPath)
             try KeyFile.replace(nextPath, with: masterPath)
             state = next
-            return backup
         }
     }
 
@@ -474,21 +491,18 @@ public final class KeyRing: Sendable {
 
     private static func dekLabel(_ version: UInt32) -> [UInt8] { Array("cardvault data key v\(version)".utf8) }
 
-    private static func kekCheck(_ kek: SymmetricKey) -> [UInt8] {
-        Array(HMACSHA256.authenticationCode(for: Array("cardvault master key check v1".utf8), using: kek).prefix(16))
+    private static func wrap(_ key: SymmetricKey, kek: any KeyEncryptionKey, label: [UInt8]) throws -> String {
+        Data(try kek.wrap(key, label: label)).base64EncodedString()
     }
 
-    private static func wrap(_ key: SymmetricKey, kek: SymmetricKey, label: [UInt8]) throws -> String {
-        let sealed = try key.withUnsafeBytes { try AESGCM.seal($0, using: kek, authenticating: label) }
-        return Data(sealed).base64EncodedString()
-    }
-
-    private static func unwrap(_ text: String, kek: SymmetricKey, label: [UInt8], file: String) throws -> SymmetricKey {
+    private static func unwrap(
+        _ text: String, kek: any KeyEncryptionKey, label: [UInt8], file: String
+    ) throws -> SymmetricKey {
         guard let sealed = Data(base64Encoded: text) else {
             throw KeyRingError(.damaged, "\(file) holds a malformed key")
         }
         do {
-            return SymmetricKey(try AESGCM.open(sealed, using: kek, authenticating: label))
+            return try kek.unwrap(Array(sealed), label: label)
         } catch {
             throw KeyRingError(.damaged, "\(file) holds a key that fails authentication")
         }
@@ -517,7 +531,7 @@ public final class KeyRing: Sendable {
         state.wrappedSecret = secret
         let file = KeyRingFile(
             format: 1,
-            kekCheck: Data(kekCheck(state.kek)).base64EncodedString(),
+            kekCheck: Data(try state.kek.checkValue()).base64EncodedString(),
             fingerprintSecret: secret,
             dataKeys: entries)
         let encoder = JSONEncoder()

@@ -418,13 +418,11 @@ extension EncryptedFileStore {
         return info
     }
 
-    /// Re-wraps every data key under a new master key (records are untouched).
-    /// - Returns: the path of the old master key's dated backup.
-    @discardableResult
-    public func rotateMasterKey() throws -> String {
-        let backup = try keyRing.rotateMaster(now: options.clock.now)
-        options.logger.notice("master key rotated", ["backup": .string(backup)])
-        return backup
+    /// Re-wraps every data key under a new master key (records are untouched): `replacement` (shares, an HSM),
+    /// or a fresh key file when nil (development custody). No old key stays on disk.
+    public func rotateMasterKey(to replacement: (any KeyEncryptionKey)? = nil) throws {
+        try keyRing.rotateMaster(to: replacement)
+        options.logger.notice("master key rotated")
     }
 
     /// Drops a data key version, refused while any record (or write in flight) uses it, and for the current

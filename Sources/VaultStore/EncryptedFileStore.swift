@@ -33,6 +33,8 @@ public struct FileStoreOptions: Sendable {
     public var logger: Logger
     /// When the current data key is replaced by itself (seal count and age limits).
     public var keyRotation: KeyRotationPolicy
+    /// The master key in hand (rebuilt from shares, or in an HSM); nil reads `<keys>/master.key` (development).
+    public var masterKey: (any KeyEncryptionKey)?
     /// Moves stored values to a newer format: given a record's collection and plaintext value, the value in the
     /// current format, or nil to leave it as it is. Rewrap and compaction apply it to every record they move, so
     /// records written by an earlier build (JSON) move forward. The domain layer sets it; nil keeps values.
@@ -449,8 +451,8 @@ public final class EncryptedFileStore: RecordStore, Sendable {
         let lock = try DataDirectoryLock(directory: directory)
         do {
             let keyRing = try KeyRing.open(
-                dataDirectory: directory, keysDirectory: keysDirectory, clock: options.clock,
-                policy: options.keyRotation)
+                dataDirectory: directory, keysDirectory: keysDirectory, masterKey: options.masterKey,
+                clock: options.clock, policy: options.keyRotation)
             return try EncryptedFileStore(directory: directory, keyRing: keyRing, lock: lock, options: options)
         } catch {
             lock.release()

@@ -19,7 +19,7 @@ public final class DatabaseKeyRing: Sendable {
     private let clock: any WallClock
 
     struct State {
-        var kek: SymmetricKey
+        var kek: any KeyEncryptionKey
         var keys: [UInt32: SymmetricKey] = [:]
         var infos: [DataKeyInfo] = []
         var current: UInt32 = 0
@@ -46,9 +46,7 @@ public final class DatabaseKeyRing: Sendable {
 
     static let fingerprintLabel = Array("cardvault fingerprint secret v1".utf8)
     static func dekLabel(_ version: UInt32) -> [UInt8] { Array("cardvault data key v\(version)".utf8) }
-    static func kekCheck(_ kek: SymmetricKey) -> [UInt8] {
-        Array(HMACSHA256.authenticationCode(for: Array("cardvault master key check v1".utf8), using: kek).prefix(16))
-    }
+    static func kekCheck(_ kek: any KeyEncryptionKey) throws -> [UInt8] { try kek.checkValue() }
 
     static func readMasterKey(_ keysDirectory: String) throws -> SymmetricKey {
         let path = KeyRing.masterKeyPath(keysDirectory)
@@ -64,13 +62,13 @@ public final class DatabaseKeyRing: Sendable {
         return SymmetricKey(bytes)
     }
 
-    static func wrap(_ key: SymmetricKey, kek: SymmetricKey, label: [UInt8]) throws -> [UInt8] {
-        try key.withUnsafeBytes { try AESGCM.seal($0, using: kek, authenticating: label) }
+    static func wrap(_ key: SymmetricKey, kek: any KeyEncryptionKey, label: [UInt8]) throws -> [UInt8] {
+        try kek.wrap(key, label: label)
     }
 
-    static func unwrap(_ sealed: [UInt8], kek: SymmetricKey, label: [UInt8]) throws -> SymmetricKey {
+    static func unwrap(_ sealed: [UInt8], kek: any KeyEncryptionKey, label: [UInt8]) throws -> SymmetricKey {
         do {
-            return SymmetricKey(try AESGCM.open(sealed, using: kek, authenticating: label))
+            return try kek.unwrap(sealed, label: label)
         } catch {
             throw KeyRingError(
                 .damaged, "the database holds a data key that fails authentication under this master key")
@@ -79,10 +77,12 @@ public final class DatabaseKeyRing: Sendable {
 
     /// Opens the keyring on `connection`, creating it (version 1 and a fingerprint secret) when the
     /// database has none; two daemons creating it at once end up with the same one.
+    /// - Parameter masterKey: the master key in hand (shares, an HSM); nil reads `<keysDirectory>/master.key`.
     static func open(
-        on connection: PostgresConnection, keysDirectory: String, policy: KeyRotationPolicy, clock: any WallClock
+        on connection: PostgresConnection, keysDirectory: String, masterKey: (any KeyEncryptionKey)?,
+        policy: KeyRotationPolicy, clock: any WallClock
     ) throws -> DatabaseKeyRing {
-        let kek = try readMasterKey(keysDirectory)
+        let kek: any KeyEncryptionKey = try masterKey ?? MemoryKeyEncryptionKey(readMasterKey(keysDirectory))
         var rows = try connection.execute("SELECT 1 FROM cardvault_keyring")
         if rows.rows.isEmpty {
             let dek = SymmetricKey.random()
@@ -99,7 +99,7 @@ public final class DatabaseKeyRing: Sendable {
             _ = try connection.run(
                 "cv_keyring_create",
                 [
-                    .bytes(kekCheck(kek)), .bytes(try wrap(secret, kek: kek, label: fingerprintLabel)),
+                    .bytes(try kekCheck(kek)), .bytes(try wrap(secret, kek: kek, label: fingerprintLabel)),
                     .int64(Int64(clock.now.timeIntervalSince1970)), .bytes(try wrap(dek, kek: kek, label: dekLabel(1))),
                 ])
             rows = try connection.execute("SELECT 1 FROM cardvault_keyring")
@@ -109,11 +109,12 @@ public final class DatabaseKeyRing: Sendable {
         guard let checkHex = ring.text(0, 0), let secretHex = ring.text(0, 1), let check = hexBytes(checkHex),
             let wrappedSecret = hexBytes(secretHex)
         else { throw KeyRingError(.damaged, "the database keyring cannot be read") }
-        guard ConstantTime.equals(kekCheck(kek), check) else {
+        guard ConstantTime.equals(try kekCheck(kek), check) else {
             throw KeyRingError(
                 .wrongMasterKey,
-                "\(KeyRing.masterKeyPath(keysDirectory)) is not the master key of this database (every daemon host "
-                    + "needs the same master.key)")
+                masterKey == nil
+                    ? "\(KeyRing.masterKeyPath(keysDirectory)) is not the master key of this database"
+                    : "this master key does not open the keyring of this database")
         }
         let secret = try unwrap(wrappedSecret, kek: kek, label: fingerprintLabel)
         let keyRing = DatabaseKeyRing(
@@ -168,11 +169,11 @@ public final class DatabaseKeyRing: Sendable {
         }
         try state.withLock { state in
             if state.generation == generation && !state.keys.isEmpty { return }
-            guard let check = rows.bytes(0, 2), ConstantTime.equals(Self.kekCheck(state.kek), check) else {
+            guard let check = rows.bytes(0, 2), ConstantTime.equals(try Self.kekCheck(state.kek), check) else {
                 throw KeyRingError(
                     .wrongMasterKey,
-                    "the database keyring is under another master key now (rotated on another host); copy its "
-                        + "master.key here and restart")
+                    "the database keyring is under another master key now (rotated on another host); restart this "
+                        + "daemon and unseal it with the new shares (or give it the new master.key in development)")
             }
             var keys: [UInt32: SymmetricKey] = [:]
             var infos: [DataKeyInfo] = []
@@ -367,7 +368,7 @@ public final class DatabaseKeyRing: Sendable {
         pool: PostgresPool, expectedCurrent: UInt32? = nil, reason: AutomaticRotationReason? = nil, logger: Logger
     ) async throws -> DataKeyInfo {
         let kek = state.withLock { $0.kek }
-        let kekCheck = Self.kekCheck(kek)
+        let kekCheck = try Self.kekCheck(kek)
         let created = Int64(clock.now.timeIntervalSince1970)
         let dek = SymmetricKey.random()
         let rows = try await pool.session { connection in
@@ -486,26 +487,29 @@ public final class DatabaseKeyRing: Sendable {
         }
     }
 
-    /// Re-wraps every live data key and the fingerprint secret under a fresh master key, in one transaction,
-    /// then puts the new key in place of this host's `master.key` (written to `master.key.next` first). Every
-    /// other daemon host needs the new file before it restarts.
-    /// - Returns: the path of the old key's dated backup (``KeyFile/backUp(_:at:)``).
-    @discardableResult
-    func rotateMaster(pool: PostgresPool, random: RandomPool = .shared) async throws -> String {
+    /// Re-wraps every live data key and the fingerprint secret under a new master key, in one transaction. With
+    /// `replacement` nil (file custody) a fresh key replaces this host's `master.key` (written to `master.key.next`
+    /// first; the old file is overwritten and unlinked); other hosts of a file custody need the new file. With a
+    /// replacement (shares, an HSM) nothing is written outside the database.
+    func rotateMaster(
+        pool: PostgresPool, to replacement: (any KeyEncryptionKey)?, random: RandomPool = .shared
+    ) async throws {
         let masterPath = KeyRing.masterKeyPath(keysDirectory)
-        let backup = try KeyFile.backUp(masterPath, at: Date())
         let nextPath = masterPath + ".next"
-        let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
-        try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
-        let next = SymmetricKey(material)
+        let next: any KeyEncryptionKey
+        if let replacement {
+            next = replacement
+        } else {
+            let material = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
+            try material.withUnsafeBytes { try KeyFile.writeAtomically(nextPath, $0) }
+            next = MemoryKeyEncryptionKey(SymmetricKey(material))
+        }
         let (old, keys) = state.withLock { ($0.kek, $0.keys) }
-        let secret = fingerprintKeys
-        let nextCheck = Self.kekCheck(next)
-        let oldCheck = Self.kekCheck(old)
+        let nextCheck = try Self.kekCheck(next)
+        let oldCheck = try Self.kekCheck(old)
         let rewrapped: [(UInt32, [UInt8])] = try keys.sorted(by: { $0.key < $1.key }).map { version, key in
             (version, try Self.wrap(key, kek: next, label: Self.dekLabel(version)))
         }
-        _ = secret
         _ = try await pool.session { connection in
             try connection.execute("BEGIN")
             do {
@@ -541,9 +545,11 @@ public final class DatabaseKeyRing: Sendable {
                 throw error
             }
         }
-        try KeyFile.replace(nextPath, with: masterPath)
+        if replacement == nil {
+            try KeyFile.destroy(masterPath)
+            try KeyFile.replace(nextPath, with: masterPath)
+        }
         state.withLock { $0.kek = next }
         try await refresh(pool: pool)
-        return backup
     }
 }

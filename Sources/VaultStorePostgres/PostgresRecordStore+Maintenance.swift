@@ -56,13 +56,11 @@ extension PostgresRecordStore {
         options.logger.notice("data key retired", ["version": .int(Int(version))])
     }
 
-    /// Re-wraps the data keys under a fresh master key (this host's file; copy it to the others).
-    /// - Returns: the path of the old master key's dated backup.
-    @discardableResult
-    public func rotateMasterKey() async throws -> String {
-        let backup = try await keyRing.rotateMaster(pool: pool)
-        options.logger.notice("master key rotated", ["backup": .string(backup)])
-        return backup
+    /// Re-wraps the data keys under a new master key: `replacement` (shares, an HSM), or a fresh key file on this
+    /// host when nil (development custody).
+    public func rotateMasterKey(to replacement: (any KeyEncryptionKey)? = nil) async throws {
+        try await keyRing.rotateMaster(pool: pool, to: replacement)
+        options.logger.notice("master key rotated")
     }
 
     /// Reads and authenticates every record; reports those that fail (never their values).

@@ -24,6 +24,8 @@ public struct PostgresStoreOptions: Sendable {
     public var keyRefreshInterval: TimeInterval
     public var applicationName: String
     public var keyRotation: KeyRotationPolicy
+    /// The master key in hand (rebuilt from shares, or in an HSM); nil reads the key file of the keys directory.
+    public var masterKey: (any KeyEncryptionKey)?
     public var clock: any WallClock
     public var logger: Logger
 
@@ -178,7 +180,8 @@ public final class PostgresRecordStore: RecordStore, Sendable {
         let connection = try PostgresConnection(uri: options.uri, applicationName: options.applicationName)
         try PostgresSchema.check(on: connection)
         let keyRing = try DatabaseKeyRing.open(
-            on: connection, keysDirectory: keysDirectory, policy: options.keyRotation, clock: options.clock)
+            on: connection, keysDirectory: keysDirectory, masterKey: options.masterKey, policy: options.keyRotation,
+            clock: options.clock)
         return PostgresRecordStore(options: options, keyRing: keyRing, watcherConnection: connection)
     }
 

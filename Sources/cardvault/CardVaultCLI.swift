@@ -25,6 +25,7 @@ enum CardVaultCLI {
         VersionCommand.self,
         InspectCommand.self,
         KeysCommand.self,
+        OperatorCommand.self,
         ClientsCommand.self,
         HooksCommand.self,
         VerifyCommand.self,

@@ -11,21 +11,35 @@ import Glibc
 /// `cardvault keys`: create the master key, list, rotate, re-wrap and retire data keys.
 enum KeysCommand: Command {
     static let name = "keys"
-    static let summary = "manage encryption keys: init, list, status, rotate, rotate-master, rewrap, retire"
+    static let summary = "manage encryption keys: init, seal, rekey, list, status, rotate, rotate-master, rewrap, retire"
     static let help = """
         usage: cardvault keys <action> [--json] [--data-dir DIR] [--keys-dir DIR] [--config FILE]
 
-        actions:
-          init               create the master key <keys-dir>/master.key (32 random bytes, mode 0600)
-                             unless it exists
+        actions (docs/key-custody.md):
+          init --shares N --threshold K [--json]
+                             make a new vault's master key and print it once as N shares, any K of
+                             which unseal the daemon (2 <= K <= N <= 16); only the key's check value
+                             and (K, N) are written (<keys-dir>/custody.json). The daemon then starts
+                             sealed until operators give K shares (`cardvault operator unseal`)
+          init               development only: a plain key file <keys-dir>/master.key (32 random
+                             bytes, mode 0600) unless it exists (PCI DSS 3.6.1.2 forbids it in production)
+          seal --shares N --threshold K [--json]
+                             turn a key-file install into a sealed one (daemon stopped): a new master
+                             key, every data key rewrapped under it, printed as shares; the old key
+                             file is overwritten, unlinked and synced away
+          rekey --shares N --threshold K [--json]
+                             a new share set for the same master key (daemon running and unsealed);
+                             reads K current shares from standard input, one a line
           list [--json]      data key versions: creation time, records sealed under each, state
           status [--json]    data key versions with state, records, AES-GCM seals made under each
                              (an upper bound) and age, and the automatic rotation limits
                              (keys.rotateAfterSeals, keys.rotateAfterDays)
           rotate             add a data key version; new writes use it at once, old ones still decrypt
-          rotate-master      re-wrap every data key under a new master key (replaces master.key after
-                             copying the old one to master.key.<UTC time>.bak, mode 0600: data backups
-                             taken before hold a keyring only that old key opens; keep the two together)
+          rotate-master [--shares N --threshold K] [--json]
+                             re-wrap every data key under a new master key; with shares custody the
+                             new key is printed as a new share set (the current N and K unless given);
+                             no old key material stays on disk (data backups taken before open only
+                             with the old shares)
           rewrap             move every record to the newest data key (resumable, idempotent)
           retire VERSION     drop a data key version; refused for the current version (rotate first)
                              and while any record uses it (rewrap first)
@@ -45,8 +59,15 @@ enum KeysCommand: Command {
         }
         switch action {
         case "init":
+            let split = try splitOptions(&arguments)
+            let json = arguments.flag("--json")
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
+            if let split {
+                let made = try KeyCeremony.initialize(access, threshold: split.threshold, count: split.count)
+                printShares(made, json: json, heading: "created a sealed vault's master key")
+                return 0
+            }
             let path = KeyRing.masterKeyPath(access.keysDirectory)
             if try KeyRing.createMasterKey(keysDirectory: access.keysDirectory) {
                 print("created master key \(path)")
@@ -74,16 +95,49 @@ enum KeysCommand: Command {
             let result = try await access.call("keys.rotate")
             print("rotated: new writes use data key version \(result["version"]?.intValue ?? 0)")
             return 0
-        case "rotate-master":
+        case "seal":
+            guard let split = try splitOptions(&arguments) else {
+                throw UsageError("seal needs --shares N --threshold K")
+            }
+            let json = arguments.flag("--json")
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            let result = try await access.call("keys.rotate-master")
-            let backup = result["backup"]?.stringValue ?? "?"
+            let made = try await KeyCeremony.seal(access, threshold: split.threshold, count: split.count)
+            printShares(made, json: json, heading: "sealed: every data key is wrapped under a new master key")
+            return 0
+        case "rekey":
+            guard let split = try splitOptions(&arguments) else {
+                throw UsageError("rekey needs --shares N --threshold K")
+            }
+            let json = arguments.flag("--json")
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            let current = readShareLines()
+            let result = try await access.callDaemon(
+                "keys.rekey",
+                arguments: [
+                    "threshold": .int(split.threshold), "shares": .int(split.count),
+                    "currentShares": .array(current.map { .string($0) }),
+                ])
+            printShares(result, json: json, heading: "rekeyed: a new share set for the same master key")
+            return 0
+        case "rotate-master":
+            let split = try splitOptions(&arguments)
+            let json = arguments.flag("--json")
+            let access = try StoreAccess.parse(&arguments)
+            try arguments.finish()
+            var given: [String: AdminValue] = [:]
+            if let split {
+                given = ["threshold": .int(split.threshold), "shares": .int(split.count)]
+            }
+            let result = try await access.call("keys.rotate-master", arguments: given)
+            if result["keyShares"] != nil {
+                printShares(result, json: json, heading: "rotated the master key: every data key is rewrapped")
+                return 0
+            }
             print(
                 "rotated the master key: every data key is wrapped under the new \(KeyRing.masterKeyPath(access.keysDirectory))\n"
-                    + "the old master key is saved as \(backup) (mode 0600)\n"
-                    + "backups of the data directory (keyring.json) taken before now open only with that old key: "
-                    + "keep \(backup) with them, or take a new backup now and then destroy it")
+                    + "the old key file was overwritten and removed: data backups taken before open only with it")
             return 0
         case "rewrap":
             let access = try StoreAccess.parse(&arguments)
@@ -107,6 +161,48 @@ enum KeysCommand: Command {
             return 0
         default:
             throw UsageError("unknown action '\(action)' (try `cardvault keys --help`)")
+        }
+    }
+
+    /// `--shares N --threshold K`, both or neither.
+    private static func splitOptions(_ arguments: inout Arguments) throws -> (threshold: Int, count: Int)? {
+        let shares = try arguments.option("--shares")
+        let threshold = try arguments.option("--threshold")
+        guard shares != nil || threshold != nil else { return nil }
+        guard let count = shares.flatMap({ Int($0) }), let threshold = threshold.flatMap({ Int($0) }),
+            2 <= threshold, threshold <= count, count <= KeyShares.maximumShares
+        else {
+            throw UsageError("--shares N --threshold K need whole numbers with 2 <= K <= N <= \(KeyShares.maximumShares)")
+        }
+        return (threshold, count)
+    }
+
+    /// Share lines from standard input (never from argv), one a line, until its end.
+    static func readShareLines() -> [String] {
+        var lines: [String] = []
+        while let line = readLine(strippingNewline: true) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if !trimmed.isEmpty { lines.append(trimmed) }
+        }
+        return lines
+    }
+
+    /// Prints a new share set once: text (one share a line, with its index and check value) or JSON.
+    private static func printShares(_ result: AdminValue, json: Bool, heading: String) {
+        if json {
+            print(jsonText(result))
+            return
+        }
+        let threshold = result["threshold"]?.intValue ?? 0
+        let shares = result["keyShares"]?.arrayValue ?? []
+        print("\(heading); master key check value \(result["masterCheckValue"]?.stringValue ?? "?")")
+        print(
+            "\(shares.count) shares, any \(threshold) of which unseal the vault. They are shown this once and stored "
+                + "nowhere: give each to one custodian (docs/key-custody.md).")
+        for share in shares {
+            print(
+                "share \(share["index"]?.intValue ?? 0) (check value \(share["checkValue"]?.stringValue ?? "?")): "
+                    + (share["share"]?.stringValue ?? ""))
         }
     }
 

@@ -32,7 +32,8 @@ enum PostgresAdminCommands {
             ])
         }
         handlers.register("keys.rotate-master") { _, _ in
-            .object(["backup": .string(try await store.rotateMasterKey())])
+            try await store.rotateMasterKey()
+            return .object([:])
         }
         handlers.register("keys.retire") { arguments, _ in
             guard let version = arguments["version"]?.intValue, version > 0, version <= Int(UInt32.max) else {

@@ -59,7 +59,55 @@ enum ServeCommand: Command {
         }
         try ProcessHardening.enforcePrivateModes(
             dataDirectory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory)
-        let store = try openStore(configuration, logger: logger, announce: announce)
+        let custody = try custodyOfKeys(configuration)
+        logHardening(logger)
+        signal(SIGPIPE, SIG_IGN)
+        // Listen for the signals before the server announces its port, so none can slip in between.
+        let signals = await TerminationSignals.catching([SIGTERM, SIGINT])
+        defer { signals.cancel() }
+        let phases = PhaseSwitch()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                if let number = await signals.next() { phases.fire(.signal(number)) }
+            }
+            defer { group.cancelAll() }
+            switch custody.provider {
+            case .file, .pkcs11:
+                logger.warning(
+                    "key custody is a plain key file: for development only (PCI DSS 3.6.1.2 does not allow it in "
+                        + "production); seal this install with `cardvault keys seal --shares N --threshold K`",
+                    ["keyCustody": "file"])
+                let store = try openStore(configuration, masterKey: nil, logger: logger, announce: announce)
+                try await serve(configuration, store: store, custody: custody, phases: phases, logger, announce)
+            case .shares:
+                try await serveSealed(configuration, custody: custody, phases: phases, logger, announce)
+            }
+            return 0
+        }
+    }
+
+    /// The master key's custody: `kek.provider` when set, checked against the keys directory's `custody.json`,
+    /// else what that file records, else a development key file.
+    static func custodyOfKeys(_ configuration: CardVaultConfiguration) throws -> KeyCustody {
+        let recorded: KeyCustody?
+        do {
+            recorded = try KeyCustody.read(keysDirectory: configuration.keysDirectory)
+        } catch let error as KeyRingError {
+            throw CommandFailure("cannot read the key custody: \(error.message)", status: 78)
+        }
+        guard let name = configuration.kek.provider else { return recorded ?? KeyCustody(provider: .file) }
+        guard let provider = KeyCustody.Provider(rawValue: name) else {
+            throw CommandFailure("invalid configuration: kek.provider must be file, shares or pkcs11", status: 78)
+        }
+        if let recorded, recorded.provider != provider {
+            throw CommandFailure(
+                "kek.provider is \(provider.rawValue) but \(KeyCustody.path(configuration.keysDirectory)) records "
+                    + "\(recorded.provider.rawValue) custody; change one of them (docs/key-custody.md)", status: 78)
+        }
+        return recorded ?? KeyCustody(provider: provider)
+    }
+
+    private static func logHardening(_ logger: Logger) {
         let secureMemory = SecureMemory.shared.statistics
         logger.info(
             "process hardened",
@@ -73,10 +121,51 @@ enum ServeCommand: Command {
                 "secret buffers not locked in memory (RLIMIT_MEMLOCK); they stay excluded from dumps",
                 ["unlockedMappings": .int(secureMemory.unlockedMappings)])
         }
+    }
+
+    /// Shares custody: sealed until operators give the threshold of shares, serving until sealed again or stopped.
+    private static func serveSealed(
+        _ configuration: CardVaultConfiguration, custody: KeyCustody, phases: PhaseSwitch, _ logger: Logger,
+        _ announce: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let audit = CustodyAuditLog(dataDirectory: configuration.dataDirectory)
+        while phases.signal == nil {
+            let unsealer = Unsealer<DaemonStore>(custody: custody, audit: audit, logger: logger) { masterKey in
+                try openStore(configuration, masterKey: masterKey, logger: logger, announce: { _ in })
+            }
+            let sealed: SealedDaemon<DaemonStore>
+            do {
+                sealed = try SealedDaemon(
+                    configuration: configuration, keyCustody: "shares", unsealer: unsealer, logger: logger,
+                    announce: announce)
+            } catch let error as AdminError {
+                throw CommandFailure("cannot open the admin socket: \(error.message)")
+            }
+            logger.notice(
+                "sealed: no key is in memory; operators unseal with `cardvault operator unseal`",
+                ["threshold": .int(custody.threshold ?? 0)])
+            guard let store = try await sealed.run(phases: phases) else { return }
+            try await serve(configuration, store: store, custody: custody, phases: phases, logger, announce)
+            if phases.signal == nil { logger.notice("sealed by an operator: every key was dropped from memory") }
+        }
+    }
+
+    /// Serves the API over an opened store until a signal, or an operator's seal (shares custody).
+    private static func serve(
+        _ configuration: CardVaultConfiguration, store: DaemonStore, custody: KeyCustody, phases: PhaseSwitch,
+        _ logger: Logger, _ announce: @escaping @Sendable (String) -> Void
+    ) async throws {
         let daemon: CardVaultDaemon
         do {
+            let commands = CustodyAdminCommands(
+                keysDirectory: configuration.keysDirectory,
+                audit: CustodyAuditLog(dataDirectory: configuration.dataDirectory),
+                rewrap: { masterKey in try await store.rotateMaster(masterKey) },
+                seal: { phases.fire(.sealRequested) })
             daemon = try await CardVaultDaemon(
-                configuration: configuration, backend: store, logger: logger, announce: announce)
+                configuration: configuration, backend: store, keyCustody: custody.provider.rawValue, logger: logger,
+                announce: announce,
+                adminCommands: { handlers in if custody.provider == .shares { commands.register(in: handlers) } })
         } catch let error as ConfigurationError {
             store.close()
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)
@@ -84,29 +173,26 @@ enum ServeCommand: Command {
             store.close()
             throw error
         }
-
-        signal(SIGPIPE, SIG_IGN)
-        // Listen for the signals before the server announces its port, so none can slip in between.
-        let signals = await TerminationSignals.catching([SIGTERM, SIGINT])
-        defer { signals.cancel() }
         do {
-            try await daemon.run(until: { await signals.next() })
+            try await daemon.run(until: { await phases.nextStop() })
         } catch let error as AdminError {
             throw CommandFailure("cannot open the admin socket: \(error.message)")
         } catch {
             throw CommandFailure(String(describing: error))
         }
-        return 0
     }
 
     /// Opens the record store. A brand-new deployment (no master key and no keyring yet) gets a
     /// development master key first; a missing key next to existing data is an error, never replaced.
+    /// - Parameter masterKey: the master key rebuilt from shares; nil for the development key file.
     private static func openStore(
-        _ configuration: CardVaultConfiguration, logger: Logger, announce: (String) -> Void
+        _ configuration: CardVaultConfiguration, masterKey: (any KeyEncryptionKey)?, logger: Logger,
+        announce: (String) -> Void
     ) throws -> DaemonStore {
         if configuration.databaseURL != nil {
-            // Records and data keys live in PostgreSQL; the master key stays a file on this host.
+            // Records and data keys live in PostgreSQL; the master key comes from shares, or a file on this host.
             let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
+            if let masterKey { return try StoreBackend.database(configuration, masterKey: masterKey, logger: logger, leads: true) }
             guard FileManager.default.fileExists(atPath: keyPath) else {
                 throw CommandFailure(
                     "cannot open the keys: master key \(keyPath) does not exist; create it with `cardvault keys init` "
@@ -117,7 +203,9 @@ enum ServeCommand: Command {
         let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
         let ringPath = (configuration.dataDirectory as NSString).appendingPathComponent(KeyRing.keyRingFileName)
         do {
-            if !FileManager.default.fileExists(atPath: keyPath), !FileManager.default.fileExists(atPath: ringPath) {
+            if masterKey == nil, !FileManager.default.fileExists(atPath: keyPath),
+                !FileManager.default.fileExists(atPath: ringPath)
+            {
                 if try KeyRing.createMasterKey(keysDirectory: configuration.keysDirectory) {
                     announce("created development master key \(keyPath)")
                 }
@@ -126,6 +214,7 @@ enum ServeCommand: Command {
             options.logger = logger
             options.keyRotation = configuration.keys.rotationPolicy
             options.valueUpgrade = StoredRecordFormat.upgrade
+            options.masterKey = masterKey
             let store = try EncryptedFileStore.open(
                 directory: configuration.dataDirectory, keysDirectory: configuration.keysDirectory, options: options)
             let damaged = store.recovery.corruptedRecords + store.recovery.damage.count

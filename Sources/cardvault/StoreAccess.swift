@@ -45,6 +45,9 @@ struct StoreAccess {
         async throws -> AdminValue
     {
         let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
+        if try keysAreSealedAway() {
+            return try await callDaemon(command, arguments: arguments, progress: progress)
+        }
         if var configuration {
             configuration.keysDirectory = keysDirectory
             return try await callDatabase(
@@ -77,6 +80,32 @@ struct StoreAccess {
 }
 
 extension StoreAccess {
+    /// True when no key file opens the store (shares or HSM custody): only the unsealed daemon can run commands.
+    func keysAreSealedAway() throws -> Bool {
+        let recorded = try? KeyCustody.read(keysDirectory: keysDirectory)
+        let provider = configuration?.kek.provider ?? recorded?.provider.rawValue ?? "file"
+        return provider != KeyCustody.Provider.file.rawValue
+    }
+
+    /// Runs an admin command through the running daemon's admin socket; fails when no daemon serves.
+    func callDaemon(
+        _ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil
+    ) async throws -> AdminValue {
+        let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
+        guard AdminClient.isServing(path: socket) else {
+            throw CommandFailure(
+                "no daemon serves \(dataDirectory): the master key is not in a file; start the daemon, unseal it "
+                    + "(`cardvault operator unseal`) and run this again")
+        }
+        do {
+            return try AdminClient(path: socket).call(command, arguments: arguments, progress: progress)
+        } catch let error as AdminError where error.code == AdminError.unknownCommand {
+            throw CommandFailure("the daemon is sealed: unseal it first (`cardvault operator unseal`)")
+        } catch let error as AdminError {
+            throw CommandFailure(error.message)
+        }
+    }
+
     /// Runs an admin command on the PostgreSQL store (shared by the daemons; each sees a key change within a
     /// second).
     private func callDatabase(

@@ -17,8 +17,12 @@ enum StoreBackend {
     }
 
     /// Opens the PostgreSQL store of `configuration`; `leads` adds advisory-lock leadership (the daemon).
-    static func database(_ configuration: CardVaultConfiguration, logger: Logger, leads: Bool) throws -> DaemonStore {
-        let options = databaseOptions(configuration, logger: logger)
+    /// `masterKey`: the master key rebuilt from shares; nil reads the development key file.
+    static func database(
+        _ configuration: CardVaultConfiguration, masterKey: (any KeyEncryptionKey)? = nil, logger: Logger, leads: Bool
+    ) throws -> DaemonStore {
+        var options = databaseOptions(configuration, logger: logger)
+        options.masterKey = masterKey
         let store: PostgresRecordStore
         do {
             store = try PostgresRecordStore.open(options: options, keysDirectory: configuration.keysDirectory)
@@ -45,7 +49,7 @@ enum StoreBackend {
         }
         return DaemonStore(
             store: store, fingerprintKeys: store.fingerprintKeys, leadership: leadership,
-            keyMetricsText: metricsText,
+            keyMetricsText: metricsText, rotateMaster: { try await store.rotateMasterKey(to: $0) },
             registerAdminCommands: { PostgresAdminCommands.register(store, in: $0) }, close: close)
     }
 }
