@@ -48,12 +48,14 @@ let package = Package(
         ),
         .target(name: "CCRC32C"),
         .target(name: "CProcessControl"),
+        // The allocator OpenSSL's own allocations go to (mapped, not dumped, locked, wiped); VaultCrypto only.
+        .target(name: "CSecureHeap"),
         // ThreadSanitizer annotations (no-ops outside sanitizer builds); VaultCore's Locked only.
         .target(name: "CSanitizerHooks"),
 
         // Swift libraries, by dependency weight.
         library("VaultCore", ["CSanitizerHooks"]),
-        library("VaultCrypto", ["COpenSSL", "VaultCore"]),
+        library("VaultCrypto", ["COpenSSL", "CSecureHeap", "VaultCore"]),
         library("CardKit"),
         library("VaultStore", ["CCRC32C", "VaultCrypto", "VaultCore"]),
         // The PostgreSQL record store (libpq), beside the file store; chosen by `databaseURL`.

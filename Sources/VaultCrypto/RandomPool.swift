@@ -71,15 +71,20 @@ public final class RandomPool: RandomSource {
             return true
         }
         guard allowed else { return nil }
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: Self.header + refillSize, alignment: 16)
+        // In the secrets' arena: the bytes that become keys never sit in the ordinary heap. The header's second word
+        // keeps the block's size, for its release.
+        let block = SecureMemory.shared.allocate(Self.header + refillSize)
+        let chunk = block.baseAddress!
+        (chunk + MemoryLayout<Int>.size).storeBytes(of: block.count, as: Int.self)
         chunk.storeBytes(of: refillSize, as: Int.self)  // starts empty: the first draw refills
         return chunk
     }
 
     /// Cleanses and frees a chunk no slot would take (or one left at `deinit`).
     private func free(_ chunk: UnsafeMutableRawPointer) {
-        OPENSSL_cleanse(chunk, Self.header + refillSize)
-        chunk.deallocate()
+        let count = (chunk + MemoryLayout<Int>.size).load(as: Int.self)
+        OPENSSL_cleanse(chunk, count)
+        SecureMemory.shared.release(UnsafeMutableRawBufferPointer(start: chunk, count: count))
         chunks.withLock { $0 -= 1 }
     }
 

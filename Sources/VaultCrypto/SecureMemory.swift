@@ -1,3 +1,6 @@
+import COpenSSL
+import CSecureHeap
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,6 +54,20 @@ public final class SecureMemory: Sendable {
     init() {}
 
     public var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// Routes every allocation OpenSSL makes (the key schedules of cipher contexts, HMAC states, the DRBG) to
+    /// memory of the same kind: mapped for it, not dumped, locked where the limit allows, wiped when freed. It
+    /// must run before OpenSSL allocates anything, first thing in `main`.
+    /// - Returns: false when OpenSSL had allocated already (its allocator cannot change any more).
+    @discardableResult
+    public static func protectOpenSSLAllocations() -> Bool {
+        CRYPTO_set_mem_functions(cv_secure_heap_malloc, cv_secure_heap_realloc, cv_secure_heap_free) == 1
+    }
+
+    /// Bytes OpenSSL's allocations hold mapped (``protectOpenSSLAllocations()``), and of them the unlocked ones.
+    public static var openSSLHeap: (mappedBytes: Int, unlockedBytes: Int) {
+        (Int(cv_secure_heap_mapped_bytes()), Int(cv_secure_heap_unlocked_bytes()))
+    }
 
     /// The size class index for `count` bytes (32 << index bytes), nil when it needs a mapping of
     /// its own.

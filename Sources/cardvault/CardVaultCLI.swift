@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import VaultCrypto
 
 /// The `cardvault` command line: finds the subcommand and maps errors to exit codes. Every command awaits its work
 /// (`serve` its whole ``ServiceGroup``) in one task on the concurrency pool.
@@ -9,6 +10,8 @@ enum CardVaultCLI {
     /// the main thread in libdispatch's `dispatch_main` (a `sigsuspend` after the main thread's own exit), which
     /// valgrind 3.19 cannot run: callgrind, the bench's instruction counter, crashed on the daemon.
     static func main() {
+        // Before OpenSSL allocates anything: its key schedules and states go to locked, wiped memory.
+        SecureMemory.protectOpenSSLAllocations()
         let finished = DispatchSemaphore(value: 0)
         let status = Atomic<Int32>(0)
         Task.detached {
