@@ -12,8 +12,8 @@ TEST_ENV := CARDVAULT_BIN=$(CURDIR)/$(RELEASE_BIN)
 SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 TSAN_OPTIONS=halt_on_error=1:suppressions=$(CURDIR)/Tests/tsan.supp
 
 # Debian packages, by what needs them.
-PACKAGES_BUILD := libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libpq-dev pkg-config
-PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver openssl postgresql
+PACKAGES_BUILD := libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libpq-dev libp11-kit-dev pkg-config
+PACKAGES_TEST := $(PACKAGES_BUILD) python3-venv chromium chromium-driver openssl postgresql softhsm2
 PACKAGES_BENCH := $(PACKAGES_BUILD) gcc nginx-light wrk openssl postgresql postgresql-contrib
 # The C baselines (anchors) of the benchmark suite, built with gcc from bench/c/.
 BENCH_BASELINES := bench/.build/crypto_baseline bench/.build/fsync_baseline bench/.build/cardkit_baseline

@@ -47,6 +47,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("gnutls")]
         ),
         .target(name: "CCRC32C"),
+        // A PKCS#11 module loaded with dlopen at run time (no link dependency on one), and the calls VaultHSM
+        // makes through it; the declarations are Debian's libp11-kit-dev header.
+        .target(name: "CPKCS11"),
         .target(name: "CProcessControl"),
         // The allocator OpenSSL's own allocations go to (mapped, not dumped, locked, wiped); VaultCrypto only.
         .target(name: "CSecureHeap"),
@@ -56,6 +59,8 @@ let package = Package(
         // Swift libraries, by dependency weight.
         library("VaultCore", ["CSanitizerHooks"]),
         library("VaultCrypto", ["COpenSSL", "CSecureHeap", "VaultCore"]),
+        // The master key in a PKCS#11 token (HSM custody of VaultCrypto's KeyEncryptionKey).
+        library("VaultHSM", ["CPKCS11", "VaultCrypto", "VaultCore"]),
         library("CardKit"),
         library("VaultStore", ["CCRC32C", "VaultCrypto", "VaultCore"]),
         // The PostgreSQL record store (libpq), beside the file store; chosen by `databaseURL`.
@@ -106,6 +111,8 @@ let package = Package(
         // Tests mirror targets.
         tests("VaultCoreTests", ["VaultCore"]),
         tests("VaultCryptoTests", ["VaultCrypto", "VaultCore"], resources: [.copy("Vectors")]),
+        // Against SoftHSM2 (Debian's softhsm2): tokens in a temporary directory of their own.
+        tests("VaultHSMTests", ["VaultHSM", "VaultCrypto"]),
         tests("CardKitTests", ["CardKit"]),
         tests("RiskTests", ["Risk"]),
         tests("BusinessMetricsTests", ["BusinessMetrics"]),
