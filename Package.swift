@@ -98,7 +98,7 @@ let package = Package(
             name: "cardvault",
             dependencies: [
                 "CardVaultApp", "Configuration", "AdminChannel", "Payments", "VaultStore", "VaultStorePostgres",
-                "VaultCrypto", "CardKit", "HTTPServer", "VaultCore", "CProcessControl",
+                "VaultCrypto", "VaultHSM", "CardKit", "HTTPServer", "VaultCore", "CProcessControl",
             ],
             swiftSettings: swiftSettings
         ),

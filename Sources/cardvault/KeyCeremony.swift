@@ -13,18 +13,37 @@ import VaultStorePostgres
 enum KeyCeremony {
     /// Creates a new vault's master key as shares and its keyring (in the data directory, or in PostgreSQL).
     static func initialize(_ access: StoreAccess, threshold: Int, count: Int) throws -> AdminValue {
+        try refuseExisting(access)
+        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
+        try initialize(access, masterKey: split.masterKey, custody: split.custody)
+        return CustodyAdminCommands.describe(split)
+    }
+
+    /// Creates a new vault's master key inside the configured PKCS#11 token, and its keyring.
+    static func initializeHSM(_ access: StoreAccess, configuration: CardVaultConfiguration) throws {
+        try refuseExisting(access)
+        let key = try HSMCustody.open(configuration, create: true)
+        try initialize(access, masterKey: key, custody: KeyCustody(provider: .pkcs11))
+    }
+
+    private static func refuseExisting(_ access: StoreAccess) throws {
         try refuseWhileServing(access)
         let keys = access.keysDirectory
         for path in [KeyRing.masterKeyPath(keys), KeyCustody.path(keys)] where FileManager.default.fileExists(atPath: path)
         {
             throw CommandFailure("\(path) exists: this vault has a master key already (see `cardvault keys seal`)")
         }
+    }
+
+    private static func initialize(
+        _ access: StoreAccess, masterKey: any KeyEncryptionKey, custody: KeyCustody
+    ) throws {
+        let keys = access.keysDirectory
         try KeyRing.createKeysDirectory(keys)
-        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
         do {
             if let configuration = access.configuration {
                 var options = StoreBackend.databaseOptions(configuration, logger: .disabled)
-                options.masterKey = split.masterKey
+                options.masterKey = masterKey
                 let store = try PostgresRecordStore.open(options: options, keysDirectory: keys)
                 store.close()
             } else {
@@ -33,7 +52,7 @@ enum KeyCeremony {
                     throw CommandFailure("\(ring) exists: this data directory has a keyring already")
                 }
                 var options = FileStoreOptions()
-                options.masterKey = split.masterKey
+                options.masterKey = masterKey
                 let store = try EncryptedFileStore.open(
                     directory: access.dataDirectory, keysDirectory: keys, options: options)
                 store.close()
@@ -47,50 +66,64 @@ enum KeyCeremony {
         } catch let error as PostgresError {
             throw CommandFailure("cannot create the keyring: \(error.message)")
         }
-        try split.custody.write(keysDirectory: keys)
+        try custody.write(keysDirectory: keys)
         try CustodyAuditLog(dataDirectory: access.dataDirectory).record(
-            "keys.init", caller: .inProcess, ["threshold": .int(threshold), "shares": .int(count)])
-        return CustodyAdminCommands.describe(split)
+            "keys.init", caller: .inProcess,
+            [
+                "provider": .string(custody.provider.rawValue), "threshold": custody.threshold.map { .int($0) } ?? .null,
+                "shares": custody.shares.map { .int($0) } ?? .null,
+            ])
     }
 
     /// Moves a key-file install to shares custody: rewraps the keyring under a new master key, then destroys the
     /// key file (and the backups older versions made of it).
     static func seal(_ access: StoreAccess, threshold: Int, count: Int) async throws -> AdminValue {
+        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
+        try await seal(access, masterKey: split.masterKey, custody: split.custody)
+        return CustodyAdminCommands.describe(split)
+    }
+
+    /// Moves a key-file install into the configured PKCS#11 token: a new key made inside it wraps the keyring.
+    static func sealHSM(_ access: StoreAccess, configuration: CardVaultConfiguration) async throws {
+        let key = try HSMCustody.open(configuration, create: true)
+        try await seal(access, masterKey: key, custody: KeyCustody(provider: .pkcs11))
+    }
+
+    private static func seal(_ access: StoreAccess, masterKey: any KeyEncryptionKey, custody: KeyCustody) async throws {
         try refuseWhileServing(access)
         let keys = access.keysDirectory
-        if let custody = try KeyCustody.read(keysDirectory: keys), custody.provider != .file {
-            throw CommandFailure("this vault is in \(custody.provider.rawValue) custody already")
+        if let recorded = try KeyCustody.read(keysDirectory: keys), recorded.provider != .file {
+            throw CommandFailure("this vault is in \(recorded.provider.rawValue) custody already")
         }
-        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
         do {
             if let configuration = access.configuration {
                 let backend = try StoreBackend.database(configuration, logger: .disabled, leads: false)
                 defer { backend.close() }
-                try await backend.rotateMaster(split.masterKey)
+                try await backend.rotateMaster(masterKey)
             } else {
                 var options = FileStoreOptions()
                 options.keyRotation = access.keyRotation
                 let store = try EncryptedFileStore.open(
                     directory: access.dataDirectory, keysDirectory: keys, options: options)
                 defer { store.close() }
-                try store.rotateMasterKey(to: split.masterKey)
+                try store.rotateMasterKey(to: masterKey)
             }
         } catch let error as KeyRingError {
             throw CommandFailure("cannot seal: \(error.message)")
         } catch let error as StoreError {
             throw CommandFailure("cannot seal: \(error.message)")
         }
-        try split.custody.write(keysDirectory: keys)
-        let master = KeyRing.masterKeyPath(keys)
+        try custody.write(keysDirectory: keys)
         let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: keys)) ?? []).filter {
             $0 == KeyRing.masterKeyFileName || $0.hasPrefix(KeyRing.masterKeyFileName + ".")
         }
         for name in leftovers { try KeyFile.destroy((keys as NSString).appendingPathComponent(name)) }
-        _ = master
         try CustodyAuditLog(dataDirectory: access.dataDirectory).record(
             "keys.seal", caller: .inProcess,
-            ["threshold": .int(threshold), "shares": .int(count), "keyFilesDestroyed": .int(leftovers.count)])
-        return CustodyAdminCommands.describe(split)
+            [
+                "provider": .string(custody.provider.rawValue), "threshold": custody.threshold.map { .int($0) } ?? .null,
+                "shares": custody.shares.map { .int($0) } ?? .null, "keyFilesDestroyed": .int(leftovers.count),
+            ])
     }
 
     /// Ceremonies change the files under a daemon's feet: refused while one serves this data directory.

@@ -21,9 +21,12 @@ enum KeysCommand: Command {
                              which unseal the daemon (2 <= K <= N <= 16); only the key's check value
                              and (K, N) are written (<keys-dir>/custody.json). The daemon then starts
                              sealed until operators give K shares (`cardvault operator unseal`)
+          init --pkcs11      make the master key inside the configured PKCS#11 token (kek.module,
+                             kek.tokenLabel, kek.keyLabel, the PIN from kek.pinFile or the environment)
+                             as a non-extractable AES-256 key; the daemon opens it at start
           init               development only: a plain key file <keys-dir>/master.key (32 random
                              bytes, mode 0600) unless it exists (PCI DSS 3.6.1.2 forbids it in production)
-          seal --shares N --threshold K [--json]
+          seal --shares N --threshold K [--json]  |  seal --pkcs11
                              turn a key-file install into a sealed one (daemon stopped): a new master
                              key, every data key rewrapped under it, printed as shares; the old key
                              file is overwritten, unlinked and synced away
@@ -61,8 +64,15 @@ enum KeysCommand: Command {
         case "init":
             let split = try splitOptions(&arguments)
             let json = arguments.flag("--json")
+            let hsm = arguments.flag("--pkcs11")
+            var forConfiguration = arguments
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
+            if hsm {
+                try KeyCeremony.initializeHSM(access, configuration: try StoreAccess.configuration(&forConfiguration))
+                print("created a master key inside the HSM token; the daemon opens it at start (kek.provider pkcs11)")
+                return 0
+            }
             if let split {
                 let made = try KeyCeremony.initialize(access, threshold: split.threshold, count: split.count)
                 printShares(made, json: json, heading: "created a sealed vault's master key")
@@ -96,12 +106,18 @@ enum KeysCommand: Command {
             print("rotated: new writes use data key version \(result["version"]?.intValue ?? 0)")
             return 0
         case "seal":
-            guard let split = try splitOptions(&arguments) else {
-                throw UsageError("seal needs --shares N --threshold K")
-            }
+            let split = try splitOptions(&arguments)
             let json = arguments.flag("--json")
+            let hsm = arguments.flag("--pkcs11")
+            var forConfiguration = arguments
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
+            if hsm {
+                try await KeyCeremony.sealHSM(access, configuration: try StoreAccess.configuration(&forConfiguration))
+                print("sealed: every data key is wrapped under a new key inside the HSM token; the key file is gone")
+                return 0
+            }
+            guard let split else { throw UsageError("seal needs --shares N --threshold K, or --pkcs11") }
             let made = try await KeyCeremony.seal(access, threshold: split.threshold, count: split.count)
             printShares(made, json: json, heading: "sealed: every data key is wrapped under a new master key")
             return 0

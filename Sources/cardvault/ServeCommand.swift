@@ -72,7 +72,12 @@ enum ServeCommand: Command {
             }
             defer { group.cancelAll() }
             switch custody.provider {
-            case .file, .pkcs11:
+            case .pkcs11:
+                let key = try HSMCustody.open(configuration)
+                logger.notice("the master key is inside the HSM token", ["keyCustody": "pkcs11"])
+                let store = try openStore(configuration, masterKey: key, logger: logger, announce: announce)
+                try await serve(configuration, store: store, custody: custody, phases: phases, logger, announce)
+            case .file:
                 logger.warning(
                     "key custody is a plain key file: for development only (PCI DSS 3.6.1.2 does not allow it in "
                         + "production); seal this install with `cardvault keys seal --shares N --threshold K`",
@@ -165,7 +170,19 @@ enum ServeCommand: Command {
             daemon = try await CardVaultDaemon(
                 configuration: configuration, backend: store, keyCustody: custody.provider.rawValue, logger: logger,
                 announce: announce,
-                adminCommands: { handlers in if custody.provider == .shares { commands.register(in: handlers) } })
+                adminCommands: { handlers in
+                    switch custody.provider {
+                    case .shares: commands.register(in: handlers)
+                    case .pkcs11:
+                        handlers.register("keys.rotate-master") { _, _ in
+                            throw AdminError(
+                                "hsmCustody",
+                                "the master key never leaves the HSM: make a new key in the token under a new "
+                                    + "kek.keyLabel and move to it (docs/key-custody.md)")
+                        }
+                    case .file: break
+                    }
+                })
         } catch let error as ConfigurationError {
             store.close()
             throw CommandFailure("invalid configuration: \(error.message)", status: 78)

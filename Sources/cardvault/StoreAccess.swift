@@ -38,6 +38,13 @@ struct StoreAccess {
             configuration: configuration.databaseURL == nil ? nil : configuration)
     }
 
+    /// The configuration `--config` names (default file, then the environment), ignoring the directory options.
+    static func configuration(_ arguments: inout Arguments) throws -> CardVaultConfiguration {
+        _ = try arguments.option("--data-dir")
+        _ = try arguments.option("--keys-dir")
+        return try CommandConfiguration.load(explicitFile: try arguments.option("--config"))
+    }
+
     /// Runs an admin command through the daemon if it answers, else on the files under the lock.
     func call(
         _ command: String, arguments: [String: AdminValue] = [:], progress: (@Sendable (AdminValue) -> Void)? = nil
