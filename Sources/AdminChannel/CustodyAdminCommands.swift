@@ -3,11 +3,12 @@ import VaultCore
 public import VaultCrypto
 
 /// The admin commands of a serving daemon whose master key is kept as shares: `operator.seal` (drop every key),
-/// `operator.status`, `keys.rekey` (a new share set for the same master key, given the threshold of current
-/// shares) and `keys.rotate-master` (a new master key, its data keys rewrapped, a new share set). Shares are
-/// answered once to the caller and written nowhere; the custody file keeps only their number and the check value.
+/// `operator.status`, `keys.rekey` (a new unseal key and share set for the same master key, given the threshold of
+/// current shares: the old shares open nothing any more) and `keys.rotate-master` (a new master key, its data keys
+/// rewrapped, a new share set). Shares are answered once to the caller and written nowhere; the custody record keeps
+/// their number, the master key's check value and the master key wrapped under the unseal key.
 public struct CustodyAdminCommands: Sendable {
-    public let keysDirectory: String
+    public let records: any CustodyRecords
     public let audit: CustodyAuditLog
     /// Rewraps every data key under the given master key (the store's `rotateMasterKey(to:)`).
     public let rewrap: @Sendable (MemoryKeyEncryptionKey) async throws -> Void
@@ -15,10 +16,10 @@ public struct CustodyAdminCommands: Sendable {
     public let seal: @Sendable () -> Void
 
     public init(
-        keysDirectory: String, audit: CustodyAuditLog,
+        records: any CustodyRecords, audit: CustodyAuditLog,
         rewrap: @escaping @Sendable (MemoryKeyEncryptionKey) async throws -> Void, seal: @escaping @Sendable () -> Void
     ) {
-        self.keysDirectory = keysDirectory
+        self.records = records
         self.audit = audit
         self.rewrap = rewrap
         self.seal = seal
@@ -34,7 +35,7 @@ public struct CustodyAdminCommands: Sendable {
             handlers.register(command) { _, _ in throw AdminError("unsealed", "the daemon is unsealed already") }
         }
         handlers.register("operator.status") { _, _ in
-            let custody = try KeyCustody.read(keysDirectory: keysDirectory)
+            let custody = try records.read()
             return .object([
                 "sealed": .bool(false), "progress": .int(0), "threshold": custody?.threshold.map { .int($0) } ?? .null,
             ])
@@ -42,41 +43,41 @@ public struct CustodyAdminCommands: Sendable {
         handlers.register("keys.rekey") { arguments, progress in
             let (threshold, count) = try Self.parameters(arguments)
             let master = try rebuild(arguments["currentShares"]?.arrayValue ?? [], caller: progress.caller)
-            let split = MasterKeySplit(master: master, threshold: threshold, count: count)
-            try split.custody.write(keysDirectory: keysDirectory)
+            let split = try MasterKeySplit(master: master, threshold: threshold, count: count)
+            try records.write(split.custody)
             try audit.record(
                 "keys.rekey", caller: progress.caller, ["threshold": .int(threshold), "shares": .int(count)])
             return Self.describe(split)
         }
         handlers.register("keys.rotate-master") { arguments, progress in
-            let custody = try KeyCustody.read(keysDirectory: keysDirectory)
+            let custody = try records.read()
             var given = arguments
             given["threshold"] = given["threshold"] ?? custody?.threshold.map { .int($0) } ?? .null
             given["shares"] = given["shares"] ?? custody?.shares.map { .int($0) } ?? .null
             let (threshold, count) = try Self.parameters(given)
-            let split = MasterKeySplit.fresh(threshold: threshold, count: count)
+            let split = try MasterKeySplit.fresh(threshold: threshold, count: count)
             try await rewrap(split.masterKey)
-            try split.custody.write(keysDirectory: keysDirectory)
+            try records.write(split.custody)
             try audit.record(
                 "keys.rotate-master", caller: progress.caller, ["threshold": .int(threshold), "shares": .int(count)])
             return Self.describe(split)
         }
     }
 
-    /// The current master key from the threshold of current shares, checked against the custody file.
+    /// The current master key, opened with the unseal key the threshold of current shares rebuilds.
     private func rebuild(_ lines: [AdminValue], caller: AdminCaller) throws -> SecureBytes {
         var progress = UnsealProgress()
         let now = Date()
         for line in lines {
             guard let text = line.stringValue else { throw AdminError(AdminError.badMessage, "shares are text lines") }
             do {
-                if let master = try progress.add(ShareText.parse(text), now: now) {
-                    guard let expected = try KeyCustody.read(keysDirectory: keysDirectory)?.masterCheckValue,
-                        KeyCheckValue.hex(of: master) == expected
-                    else {
-                        try audit.record("keys.rekey.refused", caller: caller, ["reason": .string("wrongKey")])
-                        throw AdminError(
-                            ShareError.Code.wrongKey.description, "the shares do not rebuild this vault's master key")
+                if let unsealKey = try progress.add(ShareText.parse(text), now: now) {
+                    guard let custody = try records.read() else {
+                        throw AdminError("noCustody", "no custody record")
+                    }
+                    let master = try custody.openMaster(with: unsealKey)
+                    guard KeyCheckValue.hex(of: master) == custody.masterCheckValue else {
+                        throw ShareError(.wrongKey, "the shares do not rebuild this vault's master key")
                     }
                     return master
                 }

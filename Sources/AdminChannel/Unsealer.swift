@@ -2,8 +2,8 @@ public import VaultCore
 public import VaultCrypto
 
 /// A sealed daemon's way back to its keys: operator shares come in through `operator.unseal`, one at a time;
-/// with the threshold reached the master key is rebuilt in locked memory, checked against the custody's check
-/// value, and handed to `open` (which opens the keyring, and fails for a key that does not open it). What `open`
+/// with the threshold reached the unseal key is rebuilt in locked memory and opens the master key of the custody
+/// record, which is checked against its check value and handed to `open` (which opens the keyring). What `open`
 /// returns is what ``opened()`` waits for. Every share, accepted or refused, and the unseal are audit records.
 public final class Unsealer<Opened: Sendable>: Sendable {
     /// Where the daemon stands, for `/health` and `operator status`.
@@ -23,6 +23,8 @@ public final class Unsealer<Opened: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    private let records: any CustodyRecords
+    /// The record as it was at start (for the threshold shown while sealed).
     private let custody: KeyCustody?
     private let clock: any WallClock
     private let audit: CustodyAuditLog
@@ -30,10 +32,11 @@ public final class Unsealer<Opened: Sendable>: Sendable {
     private let open: @Sendable (MemoryKeyEncryptionKey) throws -> Opened
 
     public init(
-        custody: KeyCustody?, clock: any WallClock = SystemClock(), audit: CustodyAuditLog, logger: Logger,
+        records: any CustodyRecords, clock: any WallClock = SystemClock(), audit: CustodyAuditLog, logger: Logger,
         open: @escaping @Sendable (MemoryKeyEncryptionKey) throws -> Opened
-    ) {
-        self.custody = custody
+    ) throws {
+        self.records = records
+        self.custody = try records.read()
         self.clock = clock
         self.audit = audit
         self.logger = logger
@@ -77,7 +80,7 @@ public final class Unsealer<Opened: Sendable>: Sendable {
             try audit.record("share.refused", caller: caller, ["reason": .string(error.code.description)])
             throw AdminError(error.code.description, error.message)
         }
-        if let threshold = custody?.threshold, threshold != share.threshold {
+        if let threshold = (try records.read() ?? custody)?.threshold, threshold != share.threshold {
             try audit.record("share.refused", caller: caller, ["index": .int(Int(share.index)), "reason": .string("threshold")])
             throw AdminError(
                 ShareError.Code.thresholdMismatch.description,
@@ -98,9 +101,19 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         return try finish(rebuilt, caller: caller)
     }
 
-    /// Checks the rebuilt key and opens the keyring with it.
-    private func finish(_ master: SecureBytes, caller: AdminCaller) throws -> AdminValue {
-        if let expected = custody?.masterCheckValue, KeyCheckValue.hex(of: master) != expected {
+    /// Opens the master key with the rebuilt unseal key, checks it, and opens the keyring with it.
+    private func finish(_ unsealKey: SecureBytes, caller: AdminCaller) throws -> AdminValue {
+        guard let custody = try records.read() else {
+            throw AdminError("noCustody", "no custody record: run `cardvault keys init --shares N --threshold K`")
+        }
+        let master: SecureBytes
+        do {
+            master = try custody.openMaster(with: unsealKey)
+        } catch let error as ShareError {
+            try audit.record("unseal.refused", caller: caller, ["reason": .string("wrongKey")])
+            throw AdminError(error.code.description, error.message + "; progress was reset")
+        }
+        if let expected = custody.masterCheckValue, KeyCheckValue.hex(of: master) != expected {
             try audit.record("unseal.refused", caller: caller, ["reason": .string("checkValue")])
             throw AdminError(
                 ShareError.Code.wrongKey.description,

@@ -25,7 +25,7 @@ import VaultStore
 /// while a write sealed under it is in flight.
 public enum PostgresSchema {
     /// The schema version this binary reads and writes.
-    public static let currentVersion = 3
+    public static let currentVersion = 4
 
     /// The advisory lock key of data key changes (shared by writes, exclusive for rotations and retirements).
     static let keyLock: Int64 = 0x4356_4B45_5952_494E  // "CVKEYRIN"
@@ -135,6 +135,14 @@ public enum PostgresSchema {
         3: """
         DROP INDEX IF EXISTS cardvault_records_key_version;
         ALTER TABLE cardvault_records SET (fillfactor = 90);
+        """,
+        // Version 4: the custody record every daemon reads before it is unsealed (docs/key-custody.md): the provider,
+        // the share parameters, the master key's check value and the master key wrapped under the unseal key.
+        4: """
+        CREATE TABLE IF NOT EXISTS cardvault_custody (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            document text NOT NULL
+        );
         """,
     ]
 

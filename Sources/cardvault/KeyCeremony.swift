@@ -14,7 +14,7 @@ enum KeyCeremony {
     /// Creates a new vault's master key as shares and its keyring (in the data directory, or in PostgreSQL).
     static func initialize(_ access: StoreAccess, threshold: Int, count: Int) throws -> AdminValue {
         try refuseExisting(access)
-        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
+        let split = try MasterKeySplit.fresh(threshold: threshold, count: count)
         try initialize(access, masterKey: split.masterKey, custody: split.custody)
         return CustodyAdminCommands.describe(split)
     }
@@ -32,6 +32,9 @@ enum KeyCeremony {
         for path in [KeyRing.masterKeyPath(keys), KeyCustody.path(keys)] where FileManager.default.fileExists(atPath: path)
         {
             throw CommandFailure("\(path) exists: this vault has a master key already (see `cardvault keys seal`)")
+        }
+        if access.configuration != nil, let recorded = try access.custodyRecords.read() {
+            throw CommandFailure("the database records \(recorded.provider.rawValue) custody already")
         }
     }
 
@@ -66,7 +69,7 @@ enum KeyCeremony {
         } catch let error as PostgresError {
             throw CommandFailure("cannot create the keyring: \(error.message)")
         }
-        try custody.write(keysDirectory: keys)
+        try access.custodyRecords.write(custody)
         try CustodyAuditLog(dataDirectory: access.dataDirectory).record(
             "keys.init", caller: .inProcess,
             [
@@ -78,7 +81,7 @@ enum KeyCeremony {
     /// Moves a key-file install to shares custody: rewraps the keyring under a new master key, then destroys the
     /// key file (and the backups older versions made of it).
     static func seal(_ access: StoreAccess, threshold: Int, count: Int) async throws -> AdminValue {
-        let split = MasterKeySplit.fresh(threshold: threshold, count: count)
+        let split = try MasterKeySplit.fresh(threshold: threshold, count: count)
         try await seal(access, masterKey: split.masterKey, custody: split.custody)
         return CustodyAdminCommands.describe(split)
     }
@@ -92,7 +95,7 @@ enum KeyCeremony {
     private static func seal(_ access: StoreAccess, masterKey: any KeyEncryptionKey, custody: KeyCustody) async throws {
         try refuseWhileServing(access)
         let keys = access.keysDirectory
-        if let recorded = try KeyCustody.read(keysDirectory: keys), recorded.provider != .file {
+        if let recorded = try access.custodyRecords.read(), recorded.provider != .file {
             throw CommandFailure("this vault is in \(recorded.provider.rawValue) custody already")
         }
         do {
@@ -113,7 +116,7 @@ enum KeyCeremony {
         } catch let error as StoreError {
             throw CommandFailure("cannot seal: \(error.message)")
         }
-        try custody.write(keysDirectory: keys)
+        try access.custodyRecords.write(custody)
         let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: keys)) ?? []).filter {
             $0 == KeyRing.masterKeyFileName || $0.hasPrefix(KeyRing.masterKeyFileName + ".")
         }

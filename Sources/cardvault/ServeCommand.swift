@@ -8,6 +8,7 @@ import Payments
 import VaultCore
 import VaultCrypto
 import VaultStore
+import VaultStorePostgres
 
 /// `cardvault serve`: runs the daemon until SIGTERM or SIGINT.
 enum ServeCommand: Command {
@@ -96,9 +97,11 @@ enum ServeCommand: Command {
     static func custodyOfKeys(_ configuration: CardVaultConfiguration) throws -> KeyCustody {
         let recorded: KeyCustody?
         do {
-            recorded = try KeyCustody.read(keysDirectory: configuration.keysDirectory)
+            recorded = try StoreBackend.custodyRecords(configuration).read()
         } catch let error as KeyRingError {
             throw CommandFailure("cannot read the key custody: \(error.message)", status: 78)
+        } catch let error as PostgresError {
+            throw CommandFailure("cannot read the key custody: \(error.message)", status: error.code == .schema ? 78 : 1)
         }
         guard let name = configuration.kek.provider else { return recorded ?? KeyCustody(provider: .file) }
         guard let provider = KeyCustody.Provider(rawValue: name) else {
@@ -106,8 +109,8 @@ enum ServeCommand: Command {
         }
         if let recorded, recorded.provider != provider {
             throw CommandFailure(
-                "kek.provider is \(provider.rawValue) but \(KeyCustody.path(configuration.keysDirectory)) records "
-                    + "\(recorded.provider.rawValue) custody; change one of them (docs/key-custody.md)", status: 78)
+                "kek.provider is \(provider.rawValue) but the custody record says \(recorded.provider.rawValue); change "
+                    + "one of them (docs/key-custody.md)", status: 78)
         }
         return recorded ?? KeyCustody(provider: provider)
     }
@@ -135,7 +138,9 @@ enum ServeCommand: Command {
     ) async throws {
         let audit = CustodyAuditLog(dataDirectory: configuration.dataDirectory)
         while phases.signal == nil {
-            let unsealer = Unsealer<DaemonStore>(custody: custody, audit: audit, logger: logger) { masterKey in
+            let unsealer = try Unsealer<DaemonStore>(
+                records: StoreBackend.custodyRecords(configuration), audit: audit, logger: logger
+            ) { masterKey in
                 try openStore(configuration, masterKey: masterKey, logger: logger, announce: { _ in })
             }
             let sealed: SealedDaemon<DaemonStore>
@@ -163,7 +168,7 @@ enum ServeCommand: Command {
         let daemon: CardVaultDaemon
         do {
             let commands = CustodyAdminCommands(
-                keysDirectory: configuration.keysDirectory,
+                records: StoreBackend.custodyRecords(configuration),
                 audit: CustodyAuditLog(dataDirectory: configuration.dataDirectory),
                 rewrap: { masterKey in try await store.rotateMaster(masterKey) },
                 seal: { phases.fire(.sealRequested) })

@@ -87,9 +87,14 @@ struct StoreAccess {
 }
 
 extension StoreAccess {
+    /// Where this install's custody record lives.
+    var custodyRecords: any CustodyRecords {
+        StoreBackend.custodyRecords(configuration, keysDirectory: keysDirectory)
+    }
+
     /// True when no key file opens the store (shares or HSM custody): only the unsealed daemon can run commands.
     func keysAreSealedAway() throws -> Bool {
-        let recorded = try? KeyCustody.read(keysDirectory: keysDirectory)
+        let recorded = try? custodyRecords.read()
         let provider = configuration?.kek.provider ?? recorded?.provider.rawValue ?? "file"
         return provider != KeyCustody.Provider.file.rawValue
     }

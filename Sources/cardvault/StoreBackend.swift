@@ -8,6 +8,15 @@ import VaultStorePostgres
 /// Opens the PostgreSQL backend (`databaseURL`) for the daemon or an admin command: records and data keys live
 /// in the database shared by every daemon; the data directory then holds only the admin socket.
 enum StoreBackend {
+    /// Where the custody record of `configuration`'s install lives: the database every daemon shares, or the keys
+    /// directory (`keysDirectory`, default the configuration's).
+    static func custodyRecords(
+        _ configuration: CardVaultConfiguration?, keysDirectory: String? = nil
+    ) -> any CustodyRecords {
+        if let uri = configuration?.databaseURL?.unsafeRevealed { return PostgresCustodyRecords(uri: uri) }
+        return CustodyFile(keysDirectory: keysDirectory ?? configuration?.keysDirectory ?? "keys")
+    }
+
     /// The PostgreSQL options of `configuration` (its `databaseURL` must be set).
     static func databaseOptions(_ configuration: CardVaultConfiguration, logger: Logger) -> PostgresStoreOptions {
         PostgresStoreOptions(

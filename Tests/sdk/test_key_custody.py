@@ -62,6 +62,13 @@ def combine(lines):
     return bytes(secret)
 
 
+def master_key(keys_dir, lines):
+    """The shares rebuild the unseal key; it opens the master key of the custody record."""
+    custody = json.loads((pathlib.Path(keys_dir) / "custody.json").read_text())
+    box = base64.b64decode(custody["wrappedMaster"])
+    return AESGCM(combine(lines)).decrypt(box[:12], box[12:], b"cardvault master key v1")
+
+
 def data_keys(data_dir, master):
     """Every live data key of the file keyring, opened with `master`."""
     ring = json.loads((pathlib.Path(data_dir) / "keyring.json").read_text())
@@ -107,6 +114,7 @@ class Install:
         self.starts += 1
         self.out = self.workdir / ("serve-%d.out" % self.starts)
         self.err = self.workdir / ("serve-%d.log" % self.starts)
+        self.phases = 0
         self.process = subprocess.Popen([BINARY, "serve"], cwd=self.workdir, env=self.env,
                                         stdout=open(self.out, "wb"), stderr=open(self.err, "wb"))
         self.wait_for(lambda: "serving on" in self.out.read_text())
@@ -125,8 +133,12 @@ class Install:
         return self.cli("operator", "unseal", stdin=line + "\n")
 
     def serving(self):
-        """Waits until the daemon answers 200 on /health (unsealed), and picks up the development credentials."""
-        self.wait_for(lambda: self.health()[0] == 200)
+        """Waits until the daemon serves unsealed (its next "cardvault serving on" line, printed after the
+        development client's credentials on the first start), and picks up those credentials."""
+        self.phases += 1
+        self.wait_for(lambda: [line.startswith("cardvault serving on")
+                               for line in self.out.read_text().splitlines()].count(True) >= self.phases)
+        assert self.health()[0] == 200
         text = self.out.read_text()
         if "ClientId=" in text:
             fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
@@ -209,9 +221,10 @@ def test_init_prints_shares_once_and_stores_only_their_check_value(shares_instal
     assert len(lines) == 5 and result["threshold"] == 3 and result["shares"] == 5
     indexes = sorted(parse_share(line)[1] for line in lines)
     assert indexes == [1, 2, 3, 4, 5]
-    master = combine(lines[1:4])
-    assert combine([lines[0], lines[2], lines[4]]) == master  # any 3 of the 5
-    assert combine(lines[:2]) != master  # 2 are not enough
+    unseal_key = combine(lines[1:4])
+    assert combine([lines[0], lines[2], lines[4]]) == unseal_key  # any 3 of the 5
+    assert combine(lines[:2]) != unseal_key  # 2 are not enough
+    master = master_key(shares_install.keys, lines[1:4])
     # Each share's printed check value is 3 bytes of AES-256-ECB of a zero block under it.
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
     for share in result["keyShares"]:
@@ -220,11 +233,15 @@ def test_init_prints_shares_once_and_stores_only_their_check_value(shares_instal
         assert encryptor.update(bytes(16))[:3].hex() == share["checkValue"] == parse_share(share["share"])[3]
     assert sorted(os.listdir(shares_install.keys)) == ["custody.json"]
     custody = json.loads((shares_install.keys / "custody.json").read_text())
-    assert custody == {"format": 1, "provider": "shares", "threshold": 3, "shares": 5,
-                       "masterCheckValue": result["masterCheckValue"]}
-    assert data_keys(shares_install.data, master)  # the keyring opens with the rebuilt key
+    assert set(custody) == {"format", "provider", "threshold", "shares", "masterCheckValue", "wrappedMaster"}
+    assert (custody["provider"], custody["threshold"], custody["shares"]) == ("shares", 3, 5)
+    assert custody["masterCheckValue"] == result["masterCheckValue"]
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    assert Cipher(algorithms.AES(master), modes.ECB()).encryptor().update(bytes(16))[:3].hex() == custody[
+        "masterCheckValue"]
+    assert data_keys(shares_install.data, master)  # the keyring opens with the master key the shares open
     on_disk = b"".join(path.read_bytes() for path in shares_install.workdir.rglob("*") if path.is_file())
-    for secret in [master] + [parse_share(line)[2] for line in lines]:
+    for secret in [master, unseal_key] + [parse_share(line)[2] for line in lines]:
         for form in encodings(secret):
             assert form not in on_disk
     again = shares_install.cli("keys", "init", "--shares", "3", "--threshold", "2")
@@ -298,7 +315,7 @@ def test_sealed_start_threshold_unseal_restart_and_seal(shares_install):
     assert any(e["event"] == "share.refused" and e.get("reason") == "repeatedIndex" and e["index"] == 1 for e in events)
     assert all(event["uid"] == os.getuid() for event in events)
     # No share and no key in the logs, the answers the CLI printed, or the audit file.
-    master = combine(lines[:2])
+    master = master_key(install.keys, lines[:2])
     leaked = install.logs() + (install.data / "custody-audit.log").read_bytes()
     for secret in [master] + data_keys(install.data, master) + [parse_share(line)[2] for line in lines]:
         for form in encodings(secret):
@@ -380,33 +397,54 @@ def test_rotate_master_and_rekey_leave_no_old_key_material(shares_install):
     assert install.unseal(lines[0]).returncode == 0 and install.unseal(lines[1]).returncode == 0
     install.serving()
     card = register_card(install.base_url, install.credentials, *CARDS[0])
-    old_master = combine(lines[:2])
+    old_master = master_key(install.keys, lines[:2])
+    old_check = json.loads((install.keys / "custody.json").read_text())["masterCheckValue"]
+    # rotate-master: a new master key (the data keys rewrapped) and a new share set of the same shape.
     rotated = install.cli("keys", "rotate-master", "--json")
     assert rotated.returncode == 0, rotated.stderr
-    rotated_lines = [share["share"] for share in json.loads(rotated.stdout)["keyShares"]]
-    new_master = combine(rotated_lines[1:])
-    assert new_master != old_master
+    rotated_result = json.loads(rotated.stdout)
+    rotated_lines = [share["share"] for share in rotated_result["keyShares"]]
+    assert (rotated_result["threshold"], len(rotated_lines)) == (2, 3)
+    new_master = master_key(install.keys, rotated_lines[1:])
+    assert new_master != old_master and rotated_result["masterCheckValue"] != old_check
+    # rekey: the same master key under a new unseal key and share set, given the threshold of current shares.
     rekeyed = install.cli("keys", "rekey", "--shares", "4", "--threshold", "3", "--json",
                           stdin="\n".join(rotated_lines[:2]) + "\n")
     assert rekeyed.returncode == 0, rekeyed.stderr
-    rekeyed_lines = [share["share"] for share in json.loads(rekeyed.stdout)["keyShares"]]
-    assert len(rekeyed_lines) == 4 and combine(rekeyed_lines[1:]) == new_master
+    rekeyed_result = json.loads(rekeyed.stdout)
+    rekeyed_lines = [share["share"] for share in rekeyed_result["keyShares"]]
+    assert len(rekeyed_lines) == 4 and master_key(install.keys, rekeyed_lines[1:]) == new_master
+    assert rekeyed_result["masterCheckValue"] == rotated_result["masterCheckValue"]
     custody = json.loads((install.keys / "custody.json").read_text())
     assert (custody["threshold"], custody["shares"]) == (3, 4)
-    # A rekey needs the threshold of current shares: old ones or too few are refused.
+    # A rekey needs the threshold of current shares: old ones, or too few, are refused.
     assert install.cli("keys", "rekey", "--shares", "3", "--threshold", "2", stdin=lines[0] + "\n" + lines[1]
                        + "\n").returncode == 1
+    assert install.cli("keys", "rekey", "--shares", "3", "--threshold", "2",
+                       stdin=rekeyed_lines[0] + "\n" + rekeyed_lines[1] + "\n").returncode == 1
+    # A second rekey of the same shape voids the first one's shares.
+    again = install.cli("keys", "rekey", "--shares", "4", "--threshold", "3", "--json",
+                        stdin="\n".join(rekeyed_lines[1:]) + "\n")
+    assert again.returncode == 0, again.stderr
+    current_lines = [share["share"] for share in json.loads(again.stdout)["keyShares"]]
     install.stop()
     on_disk = b"".join(path.read_bytes() for path in install.workdir.rglob("*")
                        if path.is_file() and not path.name.startswith("serve-"))
-    for secret in [old_master, new_master] + [parse_share(line)[2] for line in lines + rotated_lines + rekeyed_lines]:
+    unseal_keys = [combine(group) for group in (lines[:2], rotated_lines[:2], rekeyed_lines[:3], current_lines[:3])]
+    shares = [parse_share(line)[2] for line in lines + rotated_lines + rekeyed_lines + current_lines]
+    for secret in [old_master, new_master] + unseal_keys + shares:
         for form in encodings(secret):
             assert form not in on_disk
     assert data_keys(install.data, new_master)
-    # The old shares no longer open the vault; the new ones do.
+    # Neither the first set nor the first rekey's opens the vault any more; the current one does.
     install.start()
-    assert install.unseal(lines[0]).returncode == 1  # threshold 2, the vault needs 3
-    for line in rekeyed_lines[:3]:
+    assert install.unseal(lines[0]).returncode == 1  # a set needing 2, the vault needs 3
+    for line in rekeyed_lines[:2]:
+        assert install.unseal(line).returncode == 0
+    void = install.unseal(rekeyed_lines[2])
+    assert void.returncode == 1 and "does not open" in void.stderr
+    assert install.health()[0] == 503
+    for line in current_lines[:3]:
         assert install.unseal(line).returncode == 0
     install.serving()
     assert read_card(install.base_url, install.credentials, card).status_code == 200
@@ -457,7 +495,7 @@ def test_keys_live_only_in_the_locked_arena_and_leave_with_seal(shares_install):
     install.serving()
     for card in CARDS:
         register_card(install.base_url, install.credentials, *card)
-    master = combine([lines[0], lines[2]])
+    master = master_key(install.keys, [lines[0], lines[2]])
     secrets = [master] + data_keys(install.data, master)
     pid = install.process.pid
     found = occurrences(pid, secrets)
