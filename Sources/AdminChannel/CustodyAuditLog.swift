@@ -30,6 +30,10 @@ public final class CustodyAuditLog: Sendable {
         var line = try encoder.encode(AdminValue.object(entry))
         line.append(UInt8(ascii: "\n"))
         try lock.withLock { _ in
+            let directory = (path as NSString).deletingLastPathComponent
+            if mkdir(directory.isEmpty ? "." : directory, 0o700) != 0 && errno != EEXIST {
+                throw AdminError("io", "cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
             let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw AdminError("io", "cannot open \(path): \(String(cString: strerror(errno)))") }
             defer { close(fd) }

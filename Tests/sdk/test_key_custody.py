@@ -507,3 +507,148 @@ def test_keys_live_only_in_the_locked_arena_and_leave_with_seal(shares_install):
     install.wait_for(lambda: install.health()[0] == 503)
     time.sleep(0.5)
     assert occurrences(pid, secrets) == []
+
+
+# --- An HSM through PKCS#11: SoftHSM2, a software stand-in for a token ---
+
+SOFTHSM_MODULE = "/usr/lib/softhsm/libsofthsm2.so"
+
+
+class SoftHSM:
+    """A throw-away SoftHSM2 token directory with one token (`make test` installs Debian's softhsm2)."""
+
+    def __init__(self, workdir, label="cardvault", pin="4711"):
+        assert shutil.which("softhsm2-util"), "softhsm2-util is missing: `make test` installs Debian's softhsm2"
+        tokens = workdir / "tokens"
+        tokens.mkdir()
+        self.config = workdir / "softhsm2.conf"
+        self.config.write_text("directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n" % tokens)
+        self.tokens = tokens
+        self.label, self.pin = label, pin
+        subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", label, "--pin", pin, "--so-pin", "0815"],
+                       env=dict(os.environ, SOFTHSM2_CONF=str(self.config)), check=True, capture_output=True)
+        self.pin_file = workdir / "hsm.pin"
+        self.pin_file.write_text(pin + "\n")
+        self.pin_file.chmod(0o600)
+
+    def env(self):
+        return {"SOFTHSM2_CONF": str(self.config), "CARDVAULT_KEK_PROVIDER": "pkcs11",
+                "CARDVAULT_KEK_MODULE": SOFTHSM_MODULE, "CARDVAULT_KEK_TOKEN_LABEL": self.label,
+                "CARDVAULT_KEK_PIN_FILE": str(self.pin_file)}
+
+
+@pytest.fixture
+def hsm_install():
+    install = Install()
+    hsm = SoftHSM(install.workdir)
+    install.env.update(hsm.env())
+    install.hsm = hsm
+    yield install
+    install.remove()
+
+
+def test_pkcs11_custody_serves_restarts_and_leaves_no_key_on_disk(hsm_install):
+    install = hsm_install
+    made = install.cli("keys", "init", "--pkcs11")
+    assert made.returncode == 0, made.stderr
+    assert json.loads((install.keys / "custody.json").read_text())["provider"] == "pkcs11"
+    install.start()
+    install.serving()  # no shares: the daemon opened the token key itself
+    assert install.health() == (200, {"status": "ok", "keyCustody": "pkcs11"})
+    cards = {}
+    for number, card_type, cvx in CARDS:
+        cards[number] = register_card(install.base_url, install.credentials, number, card_type, cvx)
+    install.stop()
+    install.start()
+    install.serving()
+    for card in cards.values():
+        assert read_card(install.base_url, install.credentials, card).status_code == 200
+    refused = install.cli("keys", "rotate-master")
+    assert refused.returncode == 1 and "never leaves the HSM" in refused.stderr
+    install.stop()
+    # The keys directory holds the custody record only; a backup of it and of the data opens nothing.
+    assert sorted(os.listdir(install.keys)) == ["custody.json"]
+    stolen = install.copy()
+    assert offline_attack.recover_card_numbers(str(stolen / "data"), str(stolen / "keys")) == set()
+    # Even with the token's files beside them, as long as the PIN is not among them.
+    shutil.copytree(install.hsm.tokens, stolen / "keys" / "tokens")
+    assert offline_attack.recover_card_numbers(str(stolen / "data"), str(stolen / "keys")) == set()
+    # The PIN never reaches a log.
+    assert install.hsm.pin.encode() not in install.logs().replace(b'"pid"', b"")
+
+
+def test_pkcs11_start_up_errors_are_clear(hsm_install):
+    install = hsm_install
+    assert install.cli("keys", "init", "--pkcs11").returncode == 0
+    for change, expected in [({"CARDVAULT_KEK_TOKEN_LABEL": "no-such-token"}, "no-such-token"),
+                             ({"CARDVAULT_KEK_MODULE": "/nonexistent/libpkcs11.so"}, "/nonexistent/libpkcs11.so"),
+                             ({"CARDVAULT_KEK_KEY_LABEL": "another-key"}, "another-key")]:
+        run = subprocess.run([BINARY, "serve"], cwd=install.workdir, env=dict(install.env, **change),
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode != 0 and expected in run.stderr, (change, run.stderr[-500:])
+    install.hsm.pin_file.write_text("0000\n")
+    run = subprocess.run([BINARY, "serve"], cwd=install.workdir, env=install.env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode != 0 and "PIN" in run.stderr and "0000" not in run.stderr, run.stderr[-500:]
+    install.hsm.pin_file.chmod(0o644)
+    run = subprocess.run([BINARY, "serve"], cwd=install.workdir, env=install.env, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 78 and "chmod 600" in run.stderr, run.stderr[-500:]
+
+
+def test_keys_seal_moves_a_key_file_install_into_the_hsm(hsm_install):
+    install = hsm_install
+    file_env = dict(install.env)
+    for name in list(file_env):
+        if name.startswith("CARDVAULT_KEK_"):
+            del file_env[name]
+    pkcs11_env = install.env
+    install.env = file_env
+    install.start()
+    install.serving()
+    card = register_card(install.base_url, install.credentials, *CARDS[0])
+    install.stop()
+    install.env = pkcs11_env
+    sealed = install.cli("keys", "seal", "--pkcs11")
+    assert sealed.returncode == 0, sealed.stderr
+    assert sorted(os.listdir(install.keys)) == ["custody.json"]
+    stolen = install.copy()
+    assert offline_attack.recover_card_numbers(str(stolen / "data"), str(stolen / "keys")) == set()
+    install.start()
+    install.serving()
+    assert read_card(install.base_url, install.credentials, card).status_code == 200
+
+
+# --- Many daemons on one PostgreSQL database: the custody record is in the database ---
+
+def test_postgres_daemons_start_sealed_and_unseal_with_the_same_shares():
+    from postgres_support import PostgresCluster
+    cluster = PostgresCluster().start()
+    daemons = []
+    try:
+        first = Install({"CARDVAULT_DATABASE_URL": cluster.url()})
+        daemons.append(first)
+        assert first.cli("db", "migrate").returncode == 0
+        lines, result = init_shares(first)
+        assert not first.keys.exists() or os.listdir(first.keys) == []  # nothing on the host
+        second = Install({"CARDVAULT_DATABASE_URL": cluster.url()})  # another host: no keys directory at all
+        daemons.append(second)
+        for install in daemons:
+            install.start()
+            assert install.health()[0] == 503
+            assert install.health()[1]["unseal"]["threshold"] == 2  # read from the database
+        # One share given to both daemons at once, then the next one.
+        for line in lines[:2]:
+            unsealed = first.cli("operator", "unseal", "--data-dir", str(first.data), "--data-dir",
+                                 str(second.data), stdin=line + "\n")
+            assert unsealed.returncode == 0, unsealed.stderr
+        for install in daemons:
+            install.serving()
+        credentials = first.credentials or second.credentials
+        card = register_card(first.base_url, credentials, *CARDS[0])
+        assert read_card(second.base_url, credentials, card).status_code == 200
+        assert cluster.psql("SELECT count(*) FROM cardvault_custody").strip().endswith("1")
+    finally:
+        for install in daemons:
+            install.remove()
+        cluster.remove()
