@@ -137,7 +137,7 @@ fuzz: fuzz-parsers fuzz-api
 # package, in their own build directory, instrumented for libFuzzer and AddressSanitizer.
 FUZZ_TARGETS := fuzz-urlencoded-form fuzz-mangopay-json fuzz-mangopay-api fuzz-checkout-request fuzz-callback-url \
 	fuzz-request-headers fuzz-record-frame fuzz-segment-scanner fuzz-index-checkpoint fuzz-key-file fuzz-store-recovery \
-	fuzz-record-codec
+	fuzz-record-codec fuzz-key-custody
 ## FUZZ_SECONDS: how long each target runs (make fuzz FUZZ_SECONDS=600); FUZZ=<name> runs one target only
 FUZZ_SECONDS ?= 60
 FUZZ ?= $(FUZZ_TARGETS)

@@ -104,7 +104,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "cardvault-bench",
-            dependencies: ["Payments", "VaultStore", "VaultStorePostgres", "VaultCrypto", "CardKit", "VaultCore"],
+            dependencies: [
+                "Payments", "AdminChannel", "VaultStore", "VaultStorePostgres", "VaultCrypto", "CardKit", "VaultCore",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -117,7 +119,7 @@ let package = Package(
         tests("RiskTests", ["Risk"]),
         tests("BusinessMetricsTests", ["BusinessMetrics"]),
         tests("VaultStoreTests", ["VaultStore", "VaultStorePostgres", "VaultCrypto", "VaultCore"]),
-        tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCore", "CardVaultTesting"]),
+        tests("AdminChannelTests", ["AdminChannel", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
         tests(
             "PaymentsTests",
             ["Payments", "Risk", "CardKit", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
@@ -161,6 +163,7 @@ if ProcessInfo.processInfo.environment["CARDVAULT_FUZZ"] == "1" {
         ("fuzz-segment-scanner", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-index-checkpoint", ["FuzzStoreSupport", "VaultStore"]),
         ("fuzz-key-file", ["FuzzStoreSupport", "VaultCrypto"]),
+        ("fuzz-key-custody", ["FuzzSupport", "VaultCrypto"]),
         ("fuzz-store-recovery", ["FuzzStoreSupport", "VaultStore", "VaultCrypto", "VaultCore"]),
     ]
     package.targets.append(.target(name: "CFuzzDriver", path: "Fuzz/Targets/CFuzzDriver"))

@@ -81,7 +81,8 @@ public final class Unsealer<Opened: Sendable>: Sendable {
             throw AdminError(error.code.description, error.message)
         }
         if let threshold = (try records.read() ?? custody)?.threshold, threshold != share.threshold {
-            try audit.record("share.refused", caller: caller, ["index": .int(Int(share.index)), "reason": .string("threshold")])
+            try audit.record(
+                "share.refused", caller: caller, ["index": .int(Int(share.index)), "reason": .string("threshold")])
             throw AdminError(
                 ShareError.Code.thresholdMismatch.description,
                 "share \(share.index) belongs to a split needing \(share.threshold) shares; this vault needs \(threshold)"

@@ -34,7 +34,8 @@ public struct CardVaultApplication: Sendable {
         // The HTTP layer's own errors are worded in the Mangopay dialect on every path (as the API always has).
         var router = Router(errorDialect: .mangopay)
         let groups: [any RouteGroup] =
-            [HealthRoutes(keyCustody: keyCustody), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)] + routeGroups
+            [HealthRoutes(keyCustody: keyCustody), MetricsRoutes(metrics: metrics, token: configuration.metricsToken)]
+            + routeGroups
         for group in groups {
             group.register(on: &router)
         }

@@ -101,7 +101,8 @@ public struct CardVaultConfiguration: Sendable, Equatable {
 
         public init(
             provider: String? = nil, module: String? = nil, tokenLabel: String? = nil,
-            keyLabel: String = "cardvault-master", pinFile: String? = nil, pinEnvironment: String = "CARDVAULT_PKCS11_PIN"
+            keyLabel: String = "cardvault-master", pinFile: String? = nil,
+            pinEnvironment: String = "CARDVAULT_PKCS11_PIN"
         ) {
             self.provider = provider
             self.module = module

@@ -165,7 +165,8 @@ struct ConfigurationField: Sendable {
             kind: .integer(0...36_500)
         ) { if case .integer(let value) = $1 { $0.keys.rotateAfterDays = value } },
         ConfigurationField(
-            path: "kek.provider", environmentName: "CARDVAULT_KEK_PROVIDER", kind: .choice(["file", "shares", "pkcs11"])
+            path: "kek.provider", environmentName: "CARDVAULT_KEK_PROVIDER",
+            kind: .choice(["file", "shares", "pkcs11"])
         ) { if case .text(let value) = $1 { $0.kek.provider = value } },
         ConfigurationField(path: "kek.module", environmentName: "CARDVAULT_KEK_MODULE", kind: .optionalPath) {
             config, value in config.kek.module = Self.optionalText(value)

@@ -127,7 +127,9 @@ public struct MasterKeySplit: Sendable {
     }
 
     /// A new random master key, split.
-    public static func fresh(threshold: Int, count: Int, random: any RandomSource = RandomPool.shared) throws
+    public static func fresh(
+        threshold: Int, count: Int, random: any RandomSource = RandomPool.shared
+    ) throws
         -> MasterKeySplit
     {
         let master = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }

@@ -45,7 +45,8 @@ public enum KeyShares {
                             // Horner: ((a(k-1) x + a(k-2)) x + ...) x + a0.
                             var value: UInt8 = 0
                             for degree in stride(from: threshold - 1, through: 1, by: -1) {
-                                value = multiply(value, index) ^ coefficientBytes[position * (threshold - 1) + degree - 1]
+                                value =
+                                    multiply(value, index) ^ coefficientBytes[position * (threshold - 1) + degree - 1]
                             }
                             out[position] = multiply(value, index) ^ secretBytes[position]
                         }

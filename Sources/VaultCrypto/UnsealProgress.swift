@@ -44,7 +44,8 @@ public enum ShareText {
     /// Parses and checks one share line (surrounding white space ignored).
     /// - Throws: ``ShareError`` `.malformed`, or `.checkValue` naming the index when the bytes were mistyped.
     public static func parse(_ text: some StringProtocol) throws(ShareError) -> KeyShare {
-        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "-", omittingEmptySubsequences: false)
+        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(
+            separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 5, parts[0] == "cvs1", let threshold = Int(parts[1]),
             (2...KeyShares.maximumShares).contains(threshold), let index = UInt8(parts[2]), index > 0,
             parts[3].utf8.count == 64, parts[4].utf8.count == 2 * KeyCheckValue.size

@@ -1,4 +1,7 @@
+import AdminChannel
 import Foundation
+import VaultCrypto
+import VaultStore
 
 /// A live `cardvault serve` on a free loopback port with fresh data and keys directories, as the
 /// HTTP suite's subject. Absent (nil) while the built binary has no `serve` command.
@@ -23,6 +26,8 @@ final class CardVaultServer {
     let keysDirectory: String
     private let context: SuiteContext
     private let extraEnvironment: [String: String]
+    /// With shares custody: the share lines the bench unseals every start with (held in this process only).
+    private let shares: [String]
     /// The development client, read from the first start's output.
     let credentials: Credentials
 
@@ -53,16 +58,25 @@ final class CardVaultServer {
     /// waits until it accepts.
     /// - Parameter extraEnvironment: further `CARDVAULT_…` settings (the forward suite's destinations).
     /// - Parameter sharing: the development client of another daemon on the same database (this one prints none).
-    init(context: SuiteContext, extraEnvironment: [String: String] = [:], sharing: Credentials? = nil) throws {
+    /// - Parameter sealed: shares custody (2 of 2, made in this process); every start is sealed and unsealed here.
+    init(
+        context: SuiteContext, extraEnvironment: [String: String] = [:], sharing: Credentials? = nil,
+        sealed: Bool = false
+    ) throws {
         self.context = context
-        self.extraEnvironment = extraEnvironment
         home = try context.temporaryDirectory("cardvault")
         keysDirectory = home + "/keys"
         dataDirectory = home + "/data"
         _ = FileManager.default.createFile(
             atPath: home + "/risk.json", contents: Data(Self.riskOverrides.utf8), attributes: [.posixPermissions: 0o600]
         )
-        (port, child) = try Self.start(context: context, home: home, extraEnvironment: extraEnvironment)
+        var environment = extraEnvironment
+        shares = sealed ? try Self.initializeShares(home: home) : []
+        if sealed { environment["CARDVAULT_KEK_PROVIDER"] = "shares" }
+        self.extraEnvironment = environment
+        let started = try Self.start(context: context, home: home, extraEnvironment: environment)
+        (port, child) = started
+        try Self.unseal(started.1, shares: shares, dataDirectory: dataDirectory)
         if let sharing {
             credentials = sharing
             return
@@ -115,6 +129,35 @@ final class CardVaultServer {
         return (port, child)
     }
 
+    /// A shares custody for a new file store in `home` (what `cardvault keys init --shares 2 --threshold 2` does,
+    /// with the shares kept in this process).
+    private static func initializeShares(home: String) throws -> [String] {
+        let split = try MasterKeySplit.fresh(threshold: 2, count: 2)
+        try KeyRing.createKeysDirectory(home + "/keys")
+        var options = FileStoreOptions()
+        options.masterKey = split.masterKey
+        try EncryptedFileStore.open(directory: home + "/data", keysDirectory: home + "/keys", options: options).close()
+        try CustodyFile(keysDirectory: home + "/keys").write(split.custody)
+        return split.shareLines.map(\.line)
+    }
+
+    /// Gives a sealed daemon its shares through the admin socket, then waits until it serves again.
+    private static func unseal(_ child: ChildProcess, shares: [String], dataDirectory: String) throws {
+        guard !shares.isEmpty else { return }
+        let socket = StoreAdminCommands.socketPath(dataDirectory: dataDirectory)
+        for share in shares {
+            _ = try AdminClient(path: socket).call("operator.unseal", arguments: ["share": .string(share)])
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while child.isRunning, Date() < deadline {
+            if child.output().split(separator: "\n").contains(where: { $0.hasPrefix("cardvault serving on") }) {
+                return
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw BenchFailure("cardvault serve did not serve after its shares were given")
+    }
+
     /// The base URL.
     var url: String { "http://127.0.0.1:\(port)" }
 
@@ -134,6 +177,7 @@ final class CardVaultServer {
     func restart() throws {
         child.stop()
         (port, child) = try Self.start(context: context, home: home, extraEnvironment: extraEnvironment)
+        try Self.unseal(child, shares: shares, dataDirectory: dataDirectory)
     }
 
     /// Stops the daemon gracefully (SIGTERM).

@@ -168,6 +168,8 @@ struct HTTPSuite: BenchSuite {
             cpuLines.append(("tokenization POST alone, 16 conns, wrk -t\(threads)", runs.cpu, true))
         }
 
+        comparisons.append(custodyLine(server: server, setup: setup, serverNote: serverNote, context: context))
+
         let connections = Self.tokenizationConnections
         let label = "\(connections) conns"
         let nginxLoad = WrkLoad(url: nginx.url + "/", script: get, connections: connections, threadPerConnection: true)

@@ -29,8 +29,8 @@ enum KeyCeremony {
     private static func refuseExisting(_ access: StoreAccess) throws {
         try refuseWhileServing(access)
         let keys = access.keysDirectory
-        for path in [KeyRing.masterKeyPath(keys), KeyCustody.path(keys)] where FileManager.default.fileExists(atPath: path)
-        {
+        for path in [KeyRing.masterKeyPath(keys), KeyCustody.path(keys)]
+        where FileManager.default.fileExists(atPath: path) {
             throw CommandFailure("\(path) exists: this vault has a master key already (see `cardvault keys seal`)")
         }
         if access.configuration != nil, let recorded = try access.custodyRecords.read() {
@@ -73,7 +73,8 @@ enum KeyCeremony {
         try CustodyAuditLog(dataDirectory: access.dataDirectory).record(
             "keys.init", caller: .inProcess,
             [
-                "provider": .string(custody.provider.rawValue), "threshold": custody.threshold.map { .int($0) } ?? .null,
+                "provider": .string(custody.provider.rawValue),
+                "threshold": custody.threshold.map { .int($0) } ?? .null,
                 "shares": custody.shares.map { .int($0) } ?? .null,
             ])
     }
@@ -124,7 +125,8 @@ enum KeyCeremony {
         try CustodyAuditLog(dataDirectory: access.dataDirectory).record(
             "keys.seal", caller: .inProcess,
             [
-                "provider": .string(custody.provider.rawValue), "threshold": custody.threshold.map { .int($0) } ?? .null,
+                "provider": .string(custody.provider.rawValue),
+                "threshold": custody.threshold.map { .int($0) } ?? .null,
                 "shares": custody.shares.map { .int($0) } ?? .null, "keyFilesDestroyed": .int(leftovers.count),
             ])
     }

@@ -11,7 +11,8 @@ import Glibc
 /// `cardvault keys`: create the master key, list, rotate, re-wrap and retire data keys.
 enum KeysCommand: Command {
     static let name = "keys"
-    static let summary = "manage encryption keys: init, seal, rekey, list, status, rotate, rotate-master, rewrap, retire"
+    static let summary =
+        "manage encryption keys: init, seal, rekey, list, status, rotate, rotate-master, rewrap, retire"
     static let help = """
         usage: cardvault keys <action> [--json] [--data-dir DIR] [--keys-dir DIR] [--config FILE]
 
@@ -188,7 +189,8 @@ enum KeysCommand: Command {
         guard let count = shares.flatMap({ Int($0) }), let threshold = threshold.flatMap({ Int($0) }),
             2 <= threshold, threshold <= count, count <= KeyShares.maximumShares
         else {
-            throw UsageError("--shares N --threshold K need whole numbers with 2 <= K <= N <= \(KeyShares.maximumShares)")
+            throw UsageError(
+                "--shares N --threshold K need whole numbers with 2 <= K <= N <= \(KeyShares.maximumShares)")
         }
         return (threshold, count)
     }

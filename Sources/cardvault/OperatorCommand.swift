@@ -80,7 +80,8 @@ enum OperatorCommand: Command {
         do {
             return try AdminClient(path: socket).call(command, arguments: arguments)
         } catch let error as AdminError where error.code == AdminError.unknownCommand {
-            throw CommandFailure("the daemon on \(directory) keeps its master key in a file or an HSM: there is nothing to unseal")
+            throw CommandFailure(
+                "the daemon on \(directory) keeps its master key in a file or an HSM: there is nothing to unseal")
         } catch let error as AdminError {
             throw CommandFailure(error.message)
         }

@@ -101,7 +101,8 @@ enum ServeCommand: Command {
         } catch let error as KeyRingError {
             throw CommandFailure("cannot read the key custody: \(error.message)", status: 78)
         } catch let error as PostgresError {
-            throw CommandFailure("cannot read the key custody: \(error.message)", status: error.code == .schema ? 78 : 1)
+            throw CommandFailure(
+                "cannot read the key custody: \(error.message)", status: error.code == .schema ? 78 : 1)
         }
         guard let name = configuration.kek.provider else { return recorded ?? KeyCustody(provider: .file) }
         guard let provider = KeyCustody.Provider(rawValue: name) else {
@@ -214,7 +215,9 @@ enum ServeCommand: Command {
         if configuration.databaseURL != nil {
             // Records and data keys live in PostgreSQL; the master key comes from shares, or a file on this host.
             let keyPath = KeyRing.masterKeyPath(configuration.keysDirectory)
-            if let masterKey { return try StoreBackend.database(configuration, masterKey: masterKey, logger: logger, leads: true) }
+            if let masterKey {
+                return try StoreBackend.database(configuration, masterKey: masterKey, logger: logger, leads: true)
+            }
             guard FileManager.default.fileExists(atPath: keyPath) else {
                 throw CommandFailure(
                     "cannot open the keys: master key \(keyPath) does not exist; create it with `cardvault keys init` "

@@ -179,23 +179,14 @@ import Glibc
         let oldKey = try Data(contentsOf: URL(fileURLWithPath: sandbox.keys + "/master.key"))
         let rotated = try run(["keys", "rotate-master"], sandbox)
         #expect(rotated.status == 0, "\(rotated.stderr)")
-        let backups = try FileManager.default.contentsOfDirectory(atPath: sandbox.keys).filter {
-            $0.hasPrefix("master.key.") && $0.hasSuffix(".bak")
-        }
-        #expect(backups.count == 1)
-        let backup = sandbox.keys + "/" + (backups.first ?? "")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: backup)) == oldKey)
-        var status = stat()
-        #expect(stat(backup, &status) == 0 && status.st_mode & 0o777 == 0o600)
-        // master.key.<UTC yyyyMMddTHHmmssZ>.bak, named in the output with what older data backups need.
-        #expect(backups.first?.range(of: #"^master\.key\.\d{8}T\d{6}Z\.bak$"#, options: .regularExpression) != nil)
-        #expect(rotated.stdout.contains(backup))
-        #expect(rotated.stdout.contains("backups of the data directory"))
+        // No copy of the old key stays behind: the keys directory holds the new key file only.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.keys) == ["master.key"])
+        let newKey = try Data(contentsOf: URL(fileURLWithPath: sandbox.keys + "/master.key"))
+        #expect(newKey.count == 32 && newKey != oldKey)
+        #expect(rotated.stdout.contains("the old key file was overwritten and removed"))
         #expect(!rotated.stdout.contains(oldKey.base64EncodedString()))
-        // A second rotation within the same second keeps both backups.
         #expect(try run(["keys", "rotate-master"], sandbox).status == 0)
-        let after = try FileManager.default.contentsOfDirectory(atPath: sandbox.keys).filter { $0.hasSuffix(".bak") }
-        #expect(after.count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.keys) == ["master.key"])
         #expect(try run(["verify"], sandbox).status == 0)
     }
 

@@ -87,7 +87,7 @@ import Glibc
 
         let (status, body) = try Self.get(port: port, path: "/health")
         #expect(status == 200)
-        #expect(body == #"{"status":"ok"}"#)
+        #expect(body == #"{"status":"ok","keyCustody":"file"}"#)
 
         kill(process.processIdentifier, signal)
         let deadline = Date().addingTimeInterval(15)

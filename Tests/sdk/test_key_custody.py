@@ -490,12 +490,14 @@ def occurrences(pid, secrets):
 def test_keys_live_only_in_the_locked_arena_and_leave_with_seal(shares_install):
     install = shares_install
     lines, _ = init_shares(install)
+    master = master_key(install.keys, [lines[0], lines[2]])
     install.start()
+    # Sealed: neither the master key nor the data keys are anywhere in the process.
+    assert occurrences(install.process.pid, [master] + data_keys(install.data, master)) == []
     assert install.unseal(lines[0]).returncode == 0 and install.unseal(lines[2]).returncode == 0
     install.serving()
     for card in CARDS:
         register_card(install.base_url, install.credentials, *card)
-    master = master_key(install.keys, [lines[0], lines[2]])
     secrets = [master] + data_keys(install.data, master)
     pid = install.process.pid
     found = occurrences(pid, secrets)

@@ -188,4 +188,4 @@ def test_schemathesis_finds_no_server_errors_or_schema_violations(fuzzed_daemon)
     assert "Errors:" not in output, output[-8000:]
     assert cases >= MINIMUM_CASES, "only %d cases (at least %d wanted)" % (cases, MINIMUM_CASES)
     assert daemon.process.poll() is None, "the daemon died during the run"
-    assert requests.get(daemon.base_url + "/health", timeout=5).json() == {"status": "ok"}
+    assert requests.get(daemon.base_url + "/health", timeout=5).json()["status"] == "ok"
