@@ -1,14 +1,16 @@
 import Foundation
-import VaultCore
+public import VaultCore
 public import VaultCrypto
 
 /// The admin commands of a serving daemon whose master key is kept as shares: `operator.seal` (drop every key),
-/// `operator.status`, `keys.rekey` (a new unseal key and share set for the same master key, given the threshold of
-/// current shares: the old shares open nothing any more) and `keys.rotate-master` (a new master key, its data keys
-/// rewrapped, a new share set). Shares are answered once to the caller and written nowhere; the custody record keeps
-/// their number, the master key's check value and the master key wrapped under the unseal key.
+/// `operator.status`, `keys.rekey` (a new unseal key and share set for the same master key) and `keys.rotate-master`
+/// (a new master key, its data keys rewrapped, a new share set), both given the threshold of current shares. Each
+/// runs in two steps: the new shares are answered once and written nowhere, and nothing changes until the caller,
+/// having shown them, sends `keys.commit` (within 10 minutes); then the old shares open nothing any more.
 public struct CustodyAdminCommands: Sendable {
     public let records: any CustodyRecords
+    private let pending: PendingCeremonies
+    private let clock: any WallClock
     public let audit: CustodyAuditLog
     /// Rewraps every data key under the given master key (the store's `rotateMasterKey(to:)`).
     public let rewrap: @Sendable (MemoryKeyEncryptionKey) async throws -> Void
@@ -17,9 +19,12 @@ public struct CustodyAdminCommands: Sendable {
 
     public init(
         records: any CustodyRecords, audit: CustodyAuditLog,
-        rewrap: @escaping @Sendable (MemoryKeyEncryptionKey) async throws -> Void, seal: @escaping @Sendable () -> Void
+        rewrap: @escaping @Sendable (MemoryKeyEncryptionKey) async throws -> Void, seal: @escaping @Sendable () -> Void,
+        clock: any WallClock = SystemClock()
     ) {
         self.records = records
+        self.clock = clock
+        self.pending = PendingCeremonies(clock: clock)
         self.audit = audit
         self.rewrap = rewrap
         self.seal = seal
@@ -44,10 +49,7 @@ public struct CustodyAdminCommands: Sendable {
             let (threshold, count) = try Self.parameters(arguments)
             let master = try rebuild(arguments["currentShares"]?.arrayValue ?? [], caller: progress.caller)
             let split = try MasterKeySplit(master: master, threshold: threshold, count: count)
-            try records.write(split.custody)
-            try audit.record(
-                "keys.rekey", caller: progress.caller, ["threshold": .int(threshold), "shares": .int(count)])
-            return Self.describe(split)
+            return prepare(.rekey(split))
         }
         handlers.register("keys.rotate-master") { arguments, progress in
             let custody = try records.read()
@@ -55,19 +57,47 @@ public struct CustodyAdminCommands: Sendable {
             given["threshold"] = given["threshold"] ?? custody?.threshold.map { .int($0) } ?? .null
             given["shares"] = given["shares"] ?? custody?.shares.map { .int($0) } ?? .null
             let (threshold, count) = try Self.parameters(given)
+            let current = try rebuild(arguments["currentShares"]?.arrayValue ?? [], caller: progress.caller)
             let split = try MasterKeySplit.fresh(threshold: threshold, count: count)
-            try await rewrap(split.masterKey)
-            try records.write(split.custody)
-            try audit.record(
-                "keys.rotate-master", caller: progress.caller, ["threshold": .int(threshold), "shares": .int(count)])
-            return Self.describe(split)
+            return prepare(.rotation(split, whileRewrapping: try split.keeping(previous: current)))
         }
+        handlers.register("keys.commit") { arguments, progress in
+            guard let id = arguments["commit"]?.stringValue, let ceremony = pending.take(id) else {
+                throw AdminError(
+                    "noCeremony", "nothing to commit under that id (prepared ceremonies expire after 10 minutes)")
+            }
+            switch ceremony {
+            case .rekey(let split):
+                try records.write(split.custody)
+                try audit.record("keys.rekey", caller: progress.caller, Self.shape(split))
+            case .rotation(let split, let whileRewrapping):
+                // The record that opens both keys first, then the keyring, then the record of the new key alone:
+                // a crash between two steps leaves a vault the new shares open.
+                try records.write(whileRewrapping.custody)
+                try await rewrap(split.masterKey)
+                try records.write(split.custody)
+                try audit.record("keys.rotate-master", caller: progress.caller, Self.shape(split))
+            }
+            return .object(["committed": .bool(true)])
+        }
+    }
+
+    /// Keeps a ceremony's new share set until the caller has shown the shares and commits it.
+    private func prepare(_ ceremony: PendingCeremonies.Ceremony) -> AdminValue {
+        let id = pending.add(ceremony)
+        guard case .object(var fields) = Self.describe(ceremony.split) else { return .null }
+        fields["commit"] = .string(id)
+        return .object(fields)
+    }
+
+    private static func shape(_ split: MasterKeySplit) -> [String: AdminValue] {
+        ["threshold": .int(split.custody.threshold ?? 0), "shares": .int(split.custody.shares ?? 0)]
     }
 
     /// The current master key, opened with the unseal key the threshold of current shares rebuilds.
     private func rebuild(_ lines: [AdminValue], caller: AdminCaller) throws -> SecureBytes {
         var progress = UnsealProgress()
-        let now = Date()
+        let now = clock.now
         for line in lines {
             guard let text = line.stringValue else { throw AdminError(AdminError.badMessage, "shares are text lines") }
             do {
@@ -114,5 +144,44 @@ public struct CustodyAdminCommands: Sendable {
                     ])
                 }),
         ])
+    }
+}
+
+/// Ceremonies whose shares were answered and that wait for `keys.commit`, by a random id, for 10 minutes.
+final class PendingCeremonies: Sendable {
+    enum Ceremony: Sendable {
+        case rekey(MasterKeySplit)
+        /// The new split, and the same with the old master key kept (written while the keyring is rewrapped).
+        case rotation(MasterKeySplit, whileRewrapping: MasterKeySplit)
+
+        var split: MasterKeySplit {
+            switch self {
+            case .rekey(let split), .rotation(let split, _): split
+            }
+        }
+    }
+
+    static let lifetime: TimeInterval = 600
+    private let waiting = Locked<[String: (ceremony: Ceremony, made: Date)]>([:])
+    private let clock: any WallClock
+
+    init(clock: any WallClock) { self.clock = clock }
+
+    func add(_ ceremony: Ceremony) -> String {
+        let id = RandomPool.shared.bytes(count: 16).map { String(format: "%02x", $0) }.joined()
+        let now = clock.now
+        waiting.withLock { waiting in
+            waiting = waiting.filter { now.timeIntervalSince($0.value.made) < Self.lifetime }
+            waiting[id] = (ceremony, now)
+        }
+        return id
+    }
+
+    func take(_ id: String) -> Ceremony? {
+        waiting.withLock { waiting in
+            guard let entry = waiting.removeValue(forKey: id), clock.now.timeIntervalSince(entry.made) < Self.lifetime
+            else { return nil }
+            return entry.ceremony
+        }
     }
 }

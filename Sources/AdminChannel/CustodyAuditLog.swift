@@ -44,7 +44,7 @@ public final class CustodyAuditLog: Sendable {
         }
     }
 
-    /// Every event recorded so far, oldest first (for `cardvault operator audit` and tests).
+    /// Every event recorded so far, oldest first.
     public func events() throws -> [AdminValue] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         return try data.split(separator: UInt8(ascii: "\n")).map { try JSONDecoder().decode(AdminValue.self, from: $0) }

@@ -66,6 +66,7 @@ public final class Unsealer<Opened: Sendable>: Sendable {
             return describe(status)
         }
         handlers.register("operator.status") { [self] _, _ in describe(status) }
+        handlers.register("operator.seal") { [self] _, _ in describe(status) }  // sealed already
     }
 
     /// Takes one share line; unseals when it completes the threshold.
@@ -77,12 +78,15 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         do {
             share = try ShareText.parse(line)
         } catch {
-            try audit.record("share.refused", caller: caller, ["reason": .string(error.code.description)])
+            var fields: [String: AdminValue] = ["reason": .string(error.code.description)]
+            if let index = ShareText.index(of: line) { fields["index"] = .int(Int(index)) }
+            try audit.record("share.refused", caller: caller, fields)
             throw AdminError(error.code.description, error.message)
         }
         if let threshold = (try records.read() ?? custody)?.threshold, threshold != share.threshold {
             try audit.record(
-                "share.refused", caller: caller, ["index": .int(Int(share.index)), "reason": .string("threshold")])
+                "share.refused", caller: caller,
+                ["index": .int(Int(share.index)), "reason": .string(ShareError.Code.thresholdMismatch.description)])
             throw AdminError(
                 ShareError.Code.thresholdMismatch.description,
                 "share \(share.index) belongs to a split needing \(share.threshold) shares; this vault needs \(threshold)"
@@ -107,23 +111,31 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         guard let custody = try records.read() else {
             throw AdminError("noCustody", "no custody record: run `cardvault keys init --shares N --threshold K`")
         }
-        let master: SecureBytes
+        let masters: [SecureBytes]
         do {
-            master = try custody.openMaster(with: unsealKey)
+            masters = try custody.openMasters(with: unsealKey)
         } catch let error as ShareError {
             try audit.record("unseal.refused", caller: caller, ["reason": .string("wrongKey")])
             throw AdminError(error.code.description, error.message + "; progress was reset")
         }
-        if let expected = custody.masterCheckValue, KeyCheckValue.hex(of: master) != expected {
-            try audit.record("unseal.refused", caller: caller, ["reason": .string("checkValue")])
-            throw AdminError(
-                ShareError.Code.wrongKey.description,
-                "the shares rebuild a key whose check value is not this vault's master key's; progress was reset")
+        // The current master key, else (a master rotation cut short) the one the keyring is still under.
+        var opened: Opened?
+        for (position, master) in masters.enumerated() where opened == nil {
+            if position == 0, let expected = custody.masterCheckValue, KeyCheckValue.hex(of: master) != expected {
+                continue
+            }
+            do {
+                opened = try open(MemoryKeyEncryptionKey(SymmetricKey(master)))
+                if position > 0 {
+                    logger.warning(
+                        "a master key rotation was cut short: the keyring is still under the previous master key; "
+                            + "run `cardvault keys rotate-master` again")
+                }
+            } catch let error as KeyRingError where error.code == .wrongMasterKey {
+                continue
+            }
         }
-        let opened: Opened
-        do {
-            opened = try open(MemoryKeyEncryptionKey(SymmetricKey(master)))
-        } catch let error as KeyRingError where error.code == .wrongMasterKey {
+        guard let opened else {
             try audit.record("unseal.refused", caller: caller, ["reason": .string("wrongKey")])
             throw AdminError(
                 ShareError.Code.wrongKey.description,

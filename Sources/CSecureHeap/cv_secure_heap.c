@@ -14,21 +14,23 @@ enum { CLASSES = 9, HEADER = 16, CHUNK = 256 << 10, LARGE = 0xff };
 
 struct header {
     size_t size;   // usable bytes
-    size_t klass;  // size class, or LARGE
+    size_t klass;  // size class, or LARGE (LARGE | UNLOCKED when mlock refused the mapping)
 };
+
+enum { UNLOCKED = 0x100 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *free_lists[CLASSES];
 static size_t mapped_bytes;
 static size_t unlocked_bytes;
 
-static void *map_secret(size_t bytes) {
+static void *map_secret(size_t bytes, int *locked) {
     void *start = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (start == MAP_FAILED) return NULL;
     madvise(start, bytes, MADV_DONTDUMP);
-    int locked = mlock(start, bytes) == 0;
+    *locked = mlock(start, bytes) == 0;
     __atomic_add_fetch(&mapped_bytes, bytes, __ATOMIC_RELAXED);
-    if (!locked) __atomic_add_fetch(&unlocked_bytes, bytes, __ATOMIC_RELAXED);
+    if (!*locked) __atomic_add_fetch(&unlocked_bytes, bytes, __ATOMIC_RELAXED);
     return start;
 }
 
@@ -48,16 +50,19 @@ void *cv_secure_heap_malloc(size_t size, const char *file, int line) {
     if (klass < 0) {
         long page = sysconf(_SC_PAGESIZE);
         size_t bytes = (size + HEADER + (size_t)page - 1) / (size_t)page * (size_t)page;
-        struct header *head = map_secret(bytes);
+        int locked = 0;
+        struct header *head = map_secret(bytes, &locked);
         if (head == NULL) return NULL;
         head->size = bytes - HEADER;
-        head->klass = LARGE;
+        head->klass = locked ? LARGE : (LARGE | UNLOCKED);
         return (char *)head + HEADER;
     }
     size_t unit = HEADER + ((size_t)16 << klass);
     pthread_mutex_lock(&lock);
     if (free_lists[klass] == NULL) {
-        char *chunk = map_secret(CHUNK);
+        int locked = 0;  // counted in unlocked_bytes when refused; chunks are never unmapped
+        char *chunk = map_secret(CHUNK, &locked);
+        (void)locked;
         if (chunk == NULL) {
             pthread_mutex_unlock(&lock);
             return NULL;
@@ -83,9 +88,13 @@ void cv_secure_heap_free(void *block, const char *file, int line) {
     if (block == NULL) return;
     struct header *head = (struct header *)((char *)block - HEADER);
     explicit_bzero(block, head->size);
-    if (head->klass == LARGE) {
+    if ((head->klass & LARGE) == LARGE) {
         size_t bytes = head->size + HEADER;
-        munlock(head, bytes);
+        if (head->klass & UNLOCKED) {
+            __atomic_sub_fetch(&unlocked_bytes, bytes, __ATOMIC_RELAXED);
+        } else {
+            munlock(head, bytes);
+        }
         munmap(head, bytes);
         __atomic_sub_fetch(&mapped_bytes, bytes, __ATOMIC_RELAXED);
         return;

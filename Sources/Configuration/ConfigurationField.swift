@@ -23,6 +23,9 @@ struct ConfigurationField: Sendable {
         case list(example: String, check: @Sendable (String) -> String?)
         /// `true`/`false` (a JSON boolean in the file; `true`, `false`, `1` or `0` in the environment).
         case boolean
+        /// A name (a PKCS#11 label, an environment variable): 1 to 256 characters, none of them control characters;
+        /// optional ones take empty/null for none.
+        case label(optional: Bool)
     }
 
     /// Parsed values.
@@ -171,17 +174,21 @@ struct ConfigurationField: Sendable {
         ConfigurationField(path: "kek.module", environmentName: "CARDVAULT_KEK_MODULE", kind: .optionalPath) {
             config, value in config.kek.module = Self.optionalText(value)
         },
-        ConfigurationField(path: "kek.tokenLabel", environmentName: "CARDVAULT_KEK_TOKEN_LABEL", kind: .optionalPath) {
+        ConfigurationField(
+            path: "kek.tokenLabel", environmentName: "CARDVAULT_KEK_TOKEN_LABEL", kind: .label(optional: true)
+        ) {
             config, value in config.kek.tokenLabel = Self.optionalText(value)
         },
-        ConfigurationField(path: "kek.keyLabel", environmentName: "CARDVAULT_KEK_KEY_LABEL", kind: .path) {
+        ConfigurationField(
+            path: "kek.keyLabel", environmentName: "CARDVAULT_KEK_KEY_LABEL", kind: .label(optional: false)
+        ) {
             if case .text(let text) = $1 { $0.kek.keyLabel = text }
         },
         ConfigurationField(path: "kek.pinFile", environmentName: "CARDVAULT_KEK_PIN_FILE", kind: .optionalPath) {
             config, value in config.kek.pinFile = Self.optionalText(value)
         },
         ConfigurationField(
-            path: "kek.pinEnvironment", environmentName: "CARDVAULT_KEK_PIN_ENVIRONMENT", kind: .path
+            path: "kek.pinEnvironment", environmentName: "CARDVAULT_KEK_PIN_ENVIRONMENT", kind: .label(optional: false)
         ) { if case .text(let text) = $1 { $0.kek.pinEnvironment = text } },
         ConfigurationField(path: "databaseURL", environmentName: "CARDVAULT_DATABASE_URL", kind: .optionalDatabaseURL) {
             config, value in config.databaseURL = Self.optionalText(value).map { Redacted($0) }
@@ -240,7 +247,7 @@ struct ConfigurationField: Sendable {
                 throw invalid("must be true or false")
             }
             value = .integer(number.boolValue ? 1 : 0)
-        case .optionalPath, .optionalToken, .optionalDatabaseURL:
+        case .optionalPath, .optionalToken, .optionalDatabaseURL, .label(optional: true):
             if json is NSNull {
                 value = .none
             } else {
@@ -303,6 +310,15 @@ struct ConfigurationField: Sendable {
             return .text(text)
         case .optionalPath:
             return text.isEmpty ? .none : .text(text)
+        case .label(let optional):
+            if text.isEmpty && optional { return .none }
+            guard (1...256).contains(text.utf8.count),
+                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw invalid(
+                    "must be 1 to 256 characters without control characters" + (optional ? ", or empty for none" : ""))
+            }
+            return .text(text)
         case .optionalToken:
             if text.isEmpty { return .none }
             // The message never shows the value: it is a secret.

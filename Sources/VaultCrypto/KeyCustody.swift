@@ -27,6 +27,9 @@ public struct KeyCustody: Codable, Sendable, Equatable {
     public var masterCheckValue: String?
     /// The master key sealed under the unseal key (AES-256-GCM, base64), shares custody.
     public var wrappedMaster: String?
+    /// While a master rotation is under way: the master key the keyring may still be under, sealed under the same
+    /// unseal key; dropped once the keyring is rewrapped (so a crash between the two writes loses nothing).
+    public var previousWrappedMaster: String?
 
     static let masterLabel = Array("cardvault master key v1".utf8)
 
@@ -40,8 +43,20 @@ public struct KeyCustody: Codable, Sendable, Equatable {
     /// The master key, opened with the unseal key the shares rebuilt.
     /// - Throws: ``ShareError`` `.wrongKey` when the unseal key does not open it (shares of another set).
     public func openMaster(with unsealKey: SecureBytes) throws -> SecureBytes {
-        guard let wrappedMaster, let sealed = Data(base64Encoded: wrappedMaster) else {
-            throw KeyRingError(.damaged, "the custody record holds no wrapped master key")
+        guard let wrappedMaster else { throw KeyRingError(.damaged, "the custody record holds no wrapped master key") }
+        return try Self.open(wrappedMaster, with: unsealKey)
+    }
+
+    /// The master keys the keyring may be under: the current one, then the previous one of an unfinished rotation.
+    public func openMasters(with unsealKey: SecureBytes) throws -> [SecureBytes] {
+        let current = try openMaster(with: unsealKey)
+        guard let previousWrappedMaster else { return [current] }
+        return [current, try Self.open(previousWrappedMaster, with: unsealKey)]
+    }
+
+    private static func open(_ text: String, with unsealKey: SecureBytes) throws -> SecureBytes {
+        guard let sealed = Data(base64Encoded: text) else {
+            throw KeyRingError(.damaged, "the custody record holds a malformed master key")
         }
         do {
             return try AESGCM.open(sealed, using: SymmetricKey(unsealKey), authenticating: Self.masterLabel)
@@ -109,13 +124,15 @@ public struct CustodyFile: CustodyRecords {
 public struct MasterKeySplit: Sendable {
     public let masterKey: MemoryKeyEncryptionKey
     public let shares: [KeyShare]
-    public let custody: KeyCustody
+    public private(set) var custody: KeyCustody
+    private let unsealKey: SecureBytes
 
     /// Wraps `master` (32 bytes) under a new random unseal key, split into `count` shares, `threshold` of which
     /// rebuild it.
     public init(master: SecureBytes, threshold: Int, count: Int, random: any RandomSource = RandomPool.shared) throws {
         masterKey = MemoryKeyEncryptionKey(SymmetricKey(master))
         let unsealKey = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
+        self.unsealKey = unsealKey
         shares = KeyShares.split(unsealKey, threshold: threshold, count: count, random: random)
         var custody = KeyCustody(
             provider: .shares, threshold: threshold, shares: count, masterCheckValue: KeyCheckValue.hex(of: master))
@@ -134,6 +151,17 @@ public struct MasterKeySplit: Sendable {
     {
         let master = SecureBytes(count: KeyFile.masterKeySize) { random.fill($0) }
         return try MasterKeySplit(master: master, threshold: threshold, count: count, random: random)
+    }
+
+    /// The same split, whose custody record also keeps `previous` (the master key the keyring is under until it is
+    /// rewrapped) under the new unseal key: the record written before a rotation's rewrap.
+    public func keeping(previous: SecureBytes) throws -> MasterKeySplit {
+        var copy = self
+        let sealed = try previous.withUnsafeBytes {
+            try AESGCM.seal($0, using: SymmetricKey(unsealKey), authenticating: KeyCustody.masterLabel)
+        }
+        copy.custody.previousWrappedMaster = Data(sealed).base64EncodedString()
+        return copy
     }
 
     /// The shares as text lines and check values, for the admin channel (``ShareText``).

@@ -117,9 +117,9 @@ public struct SealReservation: Sendable {
     public var rotation: AutomaticRotation?
 }
 
-/// The keys of one data directory: a master key-encryption key (KEK) read from
-/// `<keys>/master.key`, versioned data keys (DEKs) and a fingerprint secret wrapped by the KEK in
-/// `<data>/keyring.json`.
+/// The keys of one data directory: versioned data keys (DEKs) and a fingerprint secret wrapped in
+/// `<data>/keyring.json` by the master key-encryption key (KEK), which is given to ``open`` (rebuilt from shares,
+/// or in an HSM) or read from the development key file `<keys>/master.key` (docs/key-custody.md).
 ///
 /// New writes use ``reserveSeals(_:)``, which counts the seals of each version and replaces the
 /// current one when it reaches the ``KeyRotationPolicy`` limits; every unretired version still

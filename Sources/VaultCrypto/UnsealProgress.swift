@@ -41,6 +41,13 @@ public enum ShareText {
         return "cvs1-\(share.threshold)-\(share.index)-\(body)-\(share.checkValue)"
     }
 
+    /// The index a share line claims, if its shape shows one (for the audit of a refused share).
+    public static func index(of text: some StringProtocol) -> UInt8? {
+        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "-")
+        guard parts.count == 5, parts[0] == "cvs1", let index = UInt8(parts[2]), index > 0 else { return nil }
+        return index
+    }
+
     /// Parses and checks one share line (surrounding white space ignored).
     /// - Throws: ``ShareError`` `.malformed`, or `.checkValue` naming the index when the bytes were mistyped.
     public static func parse(_ text: some StringProtocol) throws(ShareError) -> KeyShare {

@@ -3,8 +3,8 @@ import VaultCore
 public import VaultCrypto
 import VaultStore
 
-/// The data keys of a PostgreSQL store, kept in the database, wrapped under the master key (KEK) that
-/// stays a file on each daemon host (`<keys>/master.key`, the same on every host).
+/// The data keys of a PostgreSQL store, kept in the database, wrapped under the master key (KEK): rebuilt from
+/// shares or kept in an HSM by every daemon (docs/key-custody.md), or the development key file `<keys>/master.key`.
 ///
 /// Every daemon holds the unwrapped keys in memory and reloads them when the keyring's generation
 /// changes: a poll every ``PostgresStoreOptions/keyRefreshInterval`` (250 ms), a write refused by

@@ -24,7 +24,10 @@ enum HSMCustody {
             return try PKCS11KeyEncryptionKey.open(
                 modulePath: module, tokenLabel: token, keyLabel: settings.keyLabel, pin: pin)
         } catch let error as HSMError {
-            throw CommandFailure("cannot open the HSM key: \(error.message)")
+            // A wrong PIN retried by a restarting service would lock the token: exit 78, which systemd does not
+            // restart (config/cardvault.service); a failing operation may pass and is retried.
+            throw CommandFailure(
+                "cannot open the HSM key: \(error.message)", status: error.code == .operationFailed ? 1 : 78)
         }
     }
 

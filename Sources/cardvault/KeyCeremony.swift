@@ -81,10 +81,27 @@ enum KeyCeremony {
 
     /// Moves a key-file install to shares custody: rewraps the keyring under a new master key, then destroys the
     /// key file (and the backups older versions made of it).
-    static func seal(_ access: StoreAccess, threshold: Int, count: Int) async throws -> AdminValue {
+    /// `show` gets the new shares before anything is written.
+    static func seal(
+        _ access: StoreAccess, threshold: Int, count: Int, show: (AdminValue) -> Void
+    ) async throws {
         let split = try MasterKeySplit.fresh(threshold: threshold, count: count)
+        let old: SecureBytes
+        do {
+            old = try KeyFile.readSecret(KeyRing.masterKeyPath(access.keysDirectory))
+        } catch let error as KeyRingError {
+            throw CommandFailure("cannot seal: \(error.message)")
+        }
+        try refuseWhileServing(access)
+        if let recorded = try access.custodyRecords.read(), recorded.provider != .file,
+            recorded.previousWrappedMaster == nil
+        {
+            throw CommandFailure("this vault is in \(recorded.provider.rawValue) custody already")
+        }
+        show(CustodyAdminCommands.describe(split))
+        // The record that opens both keys first: a crash before the keyring is rewrapped loses nothing.
+        try access.custodyRecords.write(try split.keeping(previous: old).custody)
         try await seal(access, masterKey: split.masterKey, custody: split.custody)
-        return CustodyAdminCommands.describe(split)
     }
 
     /// Moves a key-file install into the configured PKCS#11 token: a new key made inside it wraps the keyring.
@@ -96,7 +113,7 @@ enum KeyCeremony {
     private static func seal(_ access: StoreAccess, masterKey: any KeyEncryptionKey, custody: KeyCustody) async throws {
         try refuseWhileServing(access)
         let keys = access.keysDirectory
-        if let recorded = try access.custodyRecords.read(), recorded.provider != .file {
+        if custody.provider == .pkcs11, let recorded = try access.custodyRecords.read(), recorded.provider != .file {
             throw CommandFailure("this vault is in \(recorded.provider.rawValue) custody already")
         }
         do {

@@ -19,9 +19,11 @@ enum KeysCommand: Command {
         actions (docs/key-custody.md):
           init --shares N --threshold K [--json]
                              make a new vault's master key and print it once as N shares, any K of
-                             which unseal the daemon (2 <= K <= N <= 16); only the key's check value
-                             and (K, N) are written (<keys-dir>/custody.json). The daemon then starts
-                             sealed until operators give K shares (`cardvault operator unseal`)
+                             which unseal the daemon (2 <= K <= N <= 16). The shares rebuild an unseal
+                             key that is stored nowhere; the custody record (<keys-dir>/custody.json,
+                             or the database's) keeps (K, N), the master key's check value and the
+                             master key wrapped under the unseal key. The daemon then starts sealed
+                             until operators give K shares (`cardvault operator unseal`)
           init --pkcs11      make the master key inside the configured PKCS#11 token (kek.module,
                              kek.tokenLabel, kek.keyLabel, the PIN from kek.pinFile or the environment)
                              as a non-extractable AES-256 key; the daemon opens it at start
@@ -32,18 +34,21 @@ enum KeysCommand: Command {
                              key, every data key rewrapped under it, printed as shares; the old key
                              file is overwritten, unlinked and synced away
           rekey --shares N --threshold K [--json]
-                             a new share set for the same master key (daemon running and unsealed);
-                             reads K current shares from standard input, one a line
+                             a new unseal key and share set for the same master key (daemon running
+                             and unsealed); reads the threshold of current shares from standard
+                             input, one a line (not echoed on a terminal); once the new shares are
+                             printed the change is committed and the old shares open nothing
           list [--json]      data key versions: creation time, records sealed under each, state
           status [--json]    data key versions with state, records, AES-GCM seals made under each
                              (an upper bound) and age, and the automatic rotation limits
                              (keys.rotateAfterSeals, keys.rotateAfterDays)
           rotate             add a data key version; new writes use it at once, old ones still decrypt
           rotate-master [--shares N --threshold K] [--json]
-                             re-wrap every data key under a new master key; with shares custody the
-                             new key is printed as a new share set (the current N and K unless given);
-                             no old key material stays on disk (data backups taken before open only
-                             with the old shares)
+                             re-wrap every data key under a new master key; with shares custody it
+                             reads the threshold of current shares from standard input and prints a
+                             new share set (the current N and K unless given), committed once
+                             printed; no old key material stays on disk (data backups taken before
+                             open only with the old shares)
           rewrap             move every record to the newest data key (resumable, idempotent)
           retire VERSION     drop a data key version; refused for the current version (rotate first)
                              and while any record uses it (rewrap first)
@@ -119,8 +124,11 @@ enum KeysCommand: Command {
                 return 0
             }
             guard let split else { throw UsageError("seal needs --shares N --threshold K, or --pkcs11") }
-            let made = try await KeyCeremony.seal(access, threshold: split.threshold, count: split.count)
-            printShares(made, json: json, heading: "sealed: every data key is wrapped under a new master key")
+            try await KeyCeremony.seal(access, threshold: split.threshold, count: split.count) { made in
+                printShares(made, json: json, heading: "seal: a new master key, as shares")
+                fflush(nil)
+            }
+            if !json { print("sealed: every data key is wrapped under the new master key; the key file is gone") }
             return 0
         case "rekey":
             guard let split = try splitOptions(&arguments) else {
@@ -129,14 +137,15 @@ enum KeysCommand: Command {
             let json = arguments.flag("--json")
             let access = try StoreAccess.parse(&arguments)
             try arguments.finish()
-            let current = readShareLines()
+            let current = ShareInput.lines(prompt: "current share")
             let result = try await access.callDaemon(
                 "keys.rekey",
                 arguments: [
                     "threshold": .int(split.threshold), "shares": .int(split.count),
                     "currentShares": .array(current.map { .string($0) }),
                 ])
-            printShares(result, json: json, heading: "rekeyed: a new share set for the same master key")
+            try await showAndCommit(
+                result, access: access, json: json, heading: "rekey: a new share set for the same master key")
             return 0
         case "rotate-master":
             let split = try splitOptions(&arguments)
@@ -147,9 +156,13 @@ enum KeysCommand: Command {
             if let split {
                 given = ["threshold": .int(split.threshold), "shares": .int(split.count)]
             }
+            if try access.keysAreSealedAway() {
+                given["currentShares"] = .array(ShareInput.lines(prompt: "current share").map { .string($0) })
+            }
             let result = try await access.call("keys.rotate-master", arguments: given)
             if result["keyShares"] != nil {
-                printShares(result, json: json, heading: "rotated the master key: every data key is rewrapped")
+                try await showAndCommit(
+                    result, access: access, json: json, heading: "rotate-master: a new master key and share set")
                 return 0
             }
             print(
@@ -195,14 +208,22 @@ enum KeysCommand: Command {
         return (threshold, count)
     }
 
-    /// Share lines from standard input (never from argv), one a line, until its end.
-    static func readShareLines() -> [String] {
-        var lines: [String] = []
-        while let line = readLine(strippingNewline: true) {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if !trimmed.isEmpty { lines.append(trimmed) }
+    /// Shows a prepared ceremony's shares, then commits it: nothing changes in the daemon until the shares are out.
+    private static func showAndCommit(
+        _ result: AdminValue, access: StoreAccess, json: Bool, heading: String
+    ) async throws {
+        guard let id = result["commit"]?.stringValue else { throw CommandFailure("the daemon prepared no ceremony") }
+        guard case .object(var shown) = result else { return }
+        shown["commit"] = nil
+        printShares(.object(shown), json: json, heading: heading)
+        fflush(nil)
+        do {
+            _ = try await access.callDaemon("keys.commit", arguments: ["commit": .string(id)])
+        } catch {
+            printError("cardvault keys: not committed; the shares above are void: \(error)")
+            throw error
         }
-        return lines
+        if !json { print("committed: the shares above replace the previous ones, which open nothing any more") }
     }
 
     /// Prints a new share set once: text (one share a line, with its index and check value) or JSON.

@@ -49,7 +49,7 @@ enum OperatorCommand: Command {
                 for directory in directories { report(try call(directory, "operator.reset"), json: json) }
                 return 0
             }
-            guard let share = readSecretLine(prompt: "key share: ") else {
+            guard let share = ShareInput.line(prompt: "key share: ") else {
                 throw CommandFailure("no share on standard input")
             }
             for directory in directories {
@@ -57,7 +57,10 @@ enum OperatorCommand: Command {
             }
             return 0
         case "seal":
-            for directory in directories { _ = try call(directory, "operator.seal") }
+            for directory in directories {
+                _ = try call(directory, "operator.seal")
+                try waitUntilSealed(directory)
+            }
             print("sealed: every key was dropped from memory; unseal with `cardvault operator unseal`")
             return 0
         case "status":
@@ -87,6 +90,17 @@ enum OperatorCommand: Command {
         }
     }
 
+    /// Waits (up to 30 s) until the daemon answers sealed: it stops serving, closes its store and drops the keys
+    /// before its sealed admin socket answers.
+    private static func waitUntilSealed(_ directory: String) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let status = try? call(directory, "operator.status"), status["sealed"] == .bool(true) { return }
+            usleep(50_000)
+        }
+        throw CommandFailure("the daemon on \(directory) did not report sealed within 30 s")
+    }
+
     private static func report(_ status: AdminValue, json: Bool) {
         if json {
             print(KeysCommand.jsonText(status))
@@ -97,9 +111,13 @@ enum OperatorCommand: Command {
             print("sealed: unseal progress \(status["progress"]?.intValue ?? 0) of \(threshold)")
         }
     }
+}
 
-    /// One line from standard input; on a terminal the prompt goes to stderr and typing is not echoed.
-    private static func readSecretLine(prompt: String) -> String? {
+/// Key shares from standard input, never from the command line: on a terminal each is asked for on stderr and not
+/// echoed; otherwise lines are read as they come.
+enum ShareInput {
+    /// One share line (trimmed), nil at the end of the input.
+    static func line(prompt: String) -> String? {
         guard isatty(STDIN_FILENO) == 1 else {
             return readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces)
         }
@@ -114,5 +132,18 @@ enum OperatorCommand: Command {
             FileHandle.standardError.write(Data("\n".utf8))
         }
         return readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Share lines until the end of the input, or (on a terminal) an empty line.
+    static func lines(prompt: String) -> [String] {
+        var lines: [String] = []
+        while let line = line(prompt: prompt + " \(lines.count + 1) (empty line when done): ") {
+            if line.isEmpty {
+                if isatty(STDIN_FILENO) == 1 { break }
+                continue
+            }
+            lines.append(line)
+        }
+        return lines
     }
 }

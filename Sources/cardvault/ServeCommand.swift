@@ -23,10 +23,17 @@ enum ServeCommand: Command {
         CARDVAULT_PUBLIC_URL, CARDVAULT_DATA_DIR, CARDVAULT_KEYS_DIR, ...; README.md lists them).
         An invalid configuration stops start-up with a message naming the field (exit 78).
 
-        Opens the encrypted record store in the data directory (creating a development master
-        key in the keys directory when neither exists yet), serves the admin socket that
-        `cardvault keys` and `cardvault clients` use, and creates a development client on the
-        first start (its credentials are printed once).
+        The master key's custody (docs/key-custody.md) is kek.provider, else what the custody
+        record (<keys-dir>/custody.json, or the database's) says, else a development key file:
+          file    opens the store with <keys-dir>/master.key (created with the store when neither
+                  exists yet; development only, and said so at start-up)
+          shares  starts sealed: /health answers 503 {"status":"sealed",...}, every API route 503,
+                  until operators give the threshold of shares (`cardvault operator unseal`);
+                  `cardvault operator seal` drops every key and seals it again
+          pkcs11  opens the key inside the HSM token named by kek.* at start (a missing token or
+                  key, or a wrong PIN, stops start-up with exit 78)
+        It serves the admin socket that `cardvault keys`, `operator` and `clients` use, and creates
+        a development client on the first start (or first unseal); its credentials are printed once.
 
         Before it reads a key it turns core dumps off (RLIMIT_CORE 0, not dumpable) and runs the
         Swift crash backtracer with frames only (SWIFT_BACKTRACE, set by re-executing itself;
@@ -118,17 +125,22 @@ enum ServeCommand: Command {
 
     private static func logHardening(_ logger: Logger) {
         let secureMemory = SecureMemory.shared.statistics
+        let openSSL = SecureMemory.openSSLHeap
         logger.info(
             "process hardened",
             [
                 "coreLimit": .int(0), "dumpable": .int(Int(cv_is_dumpable())),
                 "swiftBacktrace": .string(ProcessInfo.processInfo.environment["SWIFT_BACKTRACE"] ?? ""),
                 "secureMemoryBytes": .int(secureMemory.mappedBytes), "lockedBytes": .int(secureMemory.lockedBytes),
+                "openSSLHeapBytes": .int(openSSL.mappedBytes),
             ])
-        if secureMemory.unlockedMappings > 0 {
+        if secureMemory.unlockedMappings > 0 || openSSL.unlockedBytes > 0 {
             logger.notice(
                 "secret buffers not locked in memory (RLIMIT_MEMLOCK); they stay excluded from dumps",
-                ["unlockedMappings": .int(secureMemory.unlockedMappings)])
+                [
+                    "unlockedMappings": .int(secureMemory.unlockedMappings),
+                    "openSSLUnlockedBytes": .int(openSSL.unlockedBytes),
+                ])
         }
     }
 
@@ -138,6 +150,12 @@ enum ServeCommand: Command {
         _ announce: @escaping @Sendable (String) -> Void
     ) async throws {
         let audit = CustodyAuditLog(dataDirectory: configuration.dataDirectory)
+        let leftover = KeyRing.masterKeyPath(configuration.keysDirectory)
+        if FileManager.default.fileExists(atPath: leftover) {
+            logger.warning(
+                "a key file lies beside a vault kept in shares (a `keys seal` cut short?): it may open older backups; "
+                    + "destroy it once the vault unseals", ["path": .string(leftover)])
+        }
         while phases.signal == nil {
             let unsealer = try Unsealer<DaemonStore>(
                 records: StoreBackend.custodyRecords(configuration), audit: audit, logger: logger
@@ -221,7 +239,7 @@ enum ServeCommand: Command {
             guard FileManager.default.fileExists(atPath: keyPath) else {
                 throw CommandFailure(
                     "cannot open the keys: master key \(keyPath) does not exist; create it with `cardvault keys init` "
-                        + "(or copy it from another daemon host of the same database)")
+                        + "(development), or keep the master key in shares or an HSM (docs/key-custody.md)")
             }
             return try StoreBackend.database(configuration, logger: logger, leads: true)
         }
@@ -254,6 +272,8 @@ enum ServeCommand: Command {
             return .file(store)
         } catch let error as StoreError {
             throw CommandFailure("cannot open the record store: \(error.message)")
+        } catch let error as KeyRingError where masterKey != nil && error.code == .wrongMasterKey {
+            throw error  // the unsealer tries the next candidate key
         } catch let error as KeyRingError {
             throw CommandFailure("cannot open the keys: \(error.message)")
         }

@@ -38,6 +38,8 @@ enum StoreBackend {
         } catch let error as PostgresError {
             throw CommandFailure(
                 "cannot open the PostgreSQL store: \(error.message)", status: error.code == .schema ? 78 : 1)
+        } catch let error as KeyRingError where masterKey != nil && error.code == .wrongMasterKey {
+            throw error  // the unsealer tries the next candidate key
         } catch let error as KeyRingError {
             throw CommandFailure("cannot open the keys: \(error.message)")
         }

@@ -121,6 +121,13 @@ private final class TestClock: WallClock {
             ])
         let fresh = (answer["keyShares"]?.arrayValue ?? []).compactMap { $0["share"]?.stringValue }
         #expect(fresh.count == 4 && answer["masterCheckValue"] == .string(split.custody.masterCheckValue ?? ""))
+        // Nothing changes until the shares were shown and the ceremony is committed.
+        #expect(try records.read() == split.custody)
+        let id = try #require(answer["commit"]?.stringValue)
+        _ = try await handlers.invoke("keys.commit", arguments: ["commit": .string(id)])
+        await #expect(throws: AdminError.self) {
+            try await handlers.invoke("keys.commit", arguments: ["commit": .string(id)])
+        }
         let custody = try #require(try records.read())
         let rebuilt = KeyShares.combine(try fresh[1...3].map { try ShareText.parse($0) })
         #expect(KeyCheckValue.hex(of: try custody.openMaster(with: rebuilt)) == split.custody.masterCheckValue)

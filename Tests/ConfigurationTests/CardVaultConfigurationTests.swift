@@ -112,10 +112,16 @@ import VaultCore
             "CARDVAULT_HOOKS_ALLOW_PRIVATE_ADDRESSES": "true",
             "CARDVAULT_HOOKS_MAX_CONCURRENT_PER_DESTINATION": "2",
             "CARDVAULT_HOOKS_POLL_INTERVAL_MILLISECONDS": "100",
+            "CARDVAULT_KEK_PROVIDER": "pkcs11",
+            "CARDVAULT_KEK_MODULE": "/usr/lib/softhsm/libsofthsm2.so",
+            "CARDVAULT_KEK_TOKEN_LABEL": "vault token",
+            "CARDVAULT_KEK_KEY_LABEL": "master-2026",
+            "CARDVAULT_KEK_PIN_FILE": "/run/secrets/hsm.pin",
+            "CARDVAULT_KEK_PIN_ENVIRONMENT": "HSM_PIN",
         ]
         #expect(Set(environment.keys) == Set(ConfigurationField.all.map(\.environmentName)))
         let configuration = try CardVaultConfiguration.load(file: file, environment: environment)
-        let expected = CardVaultConfiguration(
+        var expected = CardVaultConfiguration(
             listenHost: "0.0.0.0",
             listenPort: 9000,
             publicURL: "https://vault.example.com",
@@ -154,7 +160,24 @@ import VaultCore
                 retryIntervalSeconds: 1, allowPrivateAddresses: true, maxConcurrentPerDestination: 2,
                 pollIntervalMilliseconds: 100)
         )
+        expected.kek = .init(
+            provider: "pkcs11", module: "/usr/lib/softhsm/libsofthsm2.so", tokenLabel: "vault token",
+            keyLabel: "master-2026", pinFile: "/run/secrets/hsm.pin", pinEnvironment: "HSM_PIN")
         #expect(configuration == expected)
+    }
+
+    @Test func keyCustodySettingsRefuseUnknownProvidersAndControlCharacters() throws {
+        let file = Self.repository.appendingPathComponent("config/cardvault.json").path
+        #expect(try CardVaultConfiguration.load(file: file, environment: [:]).kek.provider == "file")
+        for (name, value) in [
+            ("CARDVAULT_KEK_PROVIDER", "vault"), ("CARDVAULT_KEK_KEY_LABEL", ""),
+            ("CARDVAULT_KEK_TOKEN_LABEL", "a\u{7}b"),
+            ("CARDVAULT_KEK_PIN_ENVIRONMENT", String(repeating: "P", count: 257)),
+        ] {
+            #expect(throws: ConfigurationError.self) {
+                try CardVaultConfiguration.load(file: file, environment: [name: value])
+            }
+        }
     }
 
     @Test func anEmptyEnvironmentValueTurnsATLSFileOff() throws {

@@ -202,6 +202,22 @@ def read_card(base_url, credentials, card_id):
                         headers={"Authorization": "Bearer " + token})
 
 
+def admin_call(data_dir, command, arguments):
+    """One command on the daemon's admin socket, as the CLI sends it (one JSON line each way)."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(pathlib.Path(data_dir) / "admin.sock"))
+        sock.sendall((json.dumps({"command": command, "arguments": arguments}) + "\n").encode())
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            assert chunk, "the daemon closed the admin socket"
+            reply += chunk
+    answer = json.loads(reply.splitlines()[-1])
+    assert answer.get("ok"), answer
+    return answer["result"]
+
+
 def init_shares(install, shares=3, threshold=2):
     made = install.cli("keys", "init", "--shares", str(shares), "--threshold", str(threshold), "--json")
     assert made.returncode == 0, made.stderr
@@ -400,7 +416,14 @@ def test_rotate_master_and_rekey_leave_no_old_key_material(shares_install):
     old_master = master_key(install.keys, lines[:2])
     old_check = json.loads((install.keys / "custody.json").read_text())["masterCheckValue"]
     # rotate-master: a new master key (the data keys rewrapped) and a new share set of the same shape.
-    rotated = install.cli("keys", "rotate-master", "--json")
+    # It takes the threshold of current shares (one operator alone cannot hand himself a new set).
+    alone = install.cli("keys", "rotate-master", "--json", stdin=lines[0] + "\n")
+    assert alone.returncode == 1 and master_key(install.keys, lines[:2]) == old_master
+    # Prepared but never committed (the caller died before showing the shares): nothing changed.
+    prepared = admin_call(install.data, "keys.rotate-master", {"currentShares": lines[:2]})
+    assert len(prepared["keyShares"]) == 3 and prepared["commit"]
+    assert master_key(install.keys, lines[:2]) == old_master
+    rotated = install.cli("keys", "rotate-master", "--json", stdin="\n".join(lines[1:]) + "\n")
     assert rotated.returncode == 0, rotated.stderr
     rotated_result = json.loads(rotated.stdout)
     rotated_lines = [share["share"] for share in rotated_result["keyShares"]]
@@ -654,3 +677,27 @@ def test_postgres_daemons_start_sealed_and_unseal_with_the_same_shares():
         for install in daemons:
             install.remove()
         cluster.remove()
+
+
+def test_an_interrupted_master_rotation_still_unseals(shares_install):
+    """A crash between a rotation's two writes leaves a custody record whose current master key does not open the
+    keyring yet, and the previous one that does: the shares still unseal the vault, which says so."""
+    install = shares_install
+    lines, _ = init_shares(install)
+    path = install.keys / "custody.json"
+    custody = json.loads(path.read_text())
+    unseal_key = combine(lines[:2])
+    nonce, next_master = os.urandom(12), os.urandom(32)
+    custody["previousWrappedMaster"] = custody["wrappedMaster"]
+    custody["wrappedMaster"] = base64.b64encode(
+        nonce + AESGCM(unseal_key).encrypt(nonce, next_master, b"cardvault master key v1")).decode()
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    custody["masterCheckValue"] = Cipher(algorithms.AES(next_master), modes.ECB()).encryptor().update(
+        bytes(16))[:3].hex()
+    path.write_text(json.dumps(custody))
+    install.start()
+    assert install.unseal(lines[0]).returncode == 0
+    second = install.unseal(lines[1])
+    assert second.returncode == 0, second.stderr
+    install.serving()
+    assert b"rotation was cut short" in install.err.read_bytes()
