@@ -109,12 +109,25 @@ import VaultStorePostgres
             UPDATE \(name).cardvault_schema SET version = 2;
             """)
         let upgrade = try PostgresRecordStore.migrate(uri: sandbox.url)
-        #expect(upgrade.from == 2 && upgrade.to == 3)
+        #expect(upgrade.from == 2 && upgrade.to == PostgresSchema.currentVersion)
         #expect(try cluster.psql(indexes).trimmingCharacters(in: .whitespacesAndNewlines) == "cardvault_records_pkey")
         #expect(try cluster.psql(options).trimmingCharacters(in: .whitespacesAndNewlines) == "fillfactor=90")
         #expect(try await sandbox.store.get("cards", id: "c1")?.value == [1])
         try await sandbox.store.put("cards", id: "c2", value: [2])
         #expect(try await sandbox.store.get("cards", id: "c2")?.value == [2])
+    }
+
+    /// Version 4: the custody record every daemon reads before it has a key, one row, replaced whole.
+    @Test func theCustodyRecordIsOneRowSharedByEveryDaemon() async throws {
+        let sandbox = try PostgresSandbox()
+        let records = PostgresCustodyRecords(uri: sandbox.url)
+        #expect(try records.read() == nil)
+        let first = KeyCustody(provider: .shares, threshold: 2, shares: 3, masterCheckValue: "abcdef")
+        try records.write(first)
+        #expect(try PostgresCustodyRecords(uri: sandbox.url).read() == first)
+        let second = KeyCustody(provider: .shares, threshold: 3, shares: 5, masterCheckValue: "abcdef")
+        try records.write(second)
+        #expect(try records.read() == second)
     }
 
     @Test func aDaemonWithAnotherMasterKeyIsRefused() async throws {
