@@ -107,17 +107,17 @@ public struct CustodyAdminCommands: Sendable {
                     }
                     let master = try custody.openMaster(with: unsealKey)
                     guard KeyCheckValue.hex(of: master) == custody.masterCheckValue else {
-                        throw ShareError(.wrongKey, "the shares do not rebuild this vault's master key")
+                        throw KeyRingError(.wrongKey, "the shares do not rebuild this vault's master key")
                     }
                     return master
                 }
-            } catch let error as ShareError {
+            } catch let error as KeyRingError {
                 try audit.record("keys.rekey.refused", caller: caller, ["reason": .string(error.code.description)])
                 throw AdminError(error.code.description, error.message)
             }
         }
         throw AdminError(
-            "notEnoughShares", "a rekey needs the threshold of current shares (\(progress.count) given)")
+            "notEnoughShares", "this ceremony needs the threshold of current shares (\(progress.count) given)")
     }
 
     /// `threshold` and `shares` from the arguments: 2 ≤ threshold ≤ shares ≤ 16.

@@ -86,15 +86,15 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         if let threshold = (try records.read() ?? custody)?.threshold, threshold != share.threshold {
             try audit.record(
                 "share.refused", caller: caller,
-                ["index": .int(Int(share.index)), "reason": .string(ShareError.Code.thresholdMismatch.description)])
+                ["index": .int(Int(share.index)), "reason": .string(KeyRingError.Code.thresholdMismatch.description)])
             throw AdminError(
-                ShareError.Code.thresholdMismatch.description,
+                KeyRingError.Code.thresholdMismatch.description,
                 "share \(share.index) belongs to a split needing \(share.threshold) shares; this vault needs \(threshold)"
             )
         }
         let rebuilt: SecureBytes?
         do {
-            rebuilt = try state.withLock { state throws(ShareError) in try state.progress.add(share, now: clock.now) }
+            rebuilt = try state.withLock { state throws(KeyRingError) in try state.progress.add(share, now: clock.now) }
         } catch {
             try audit.record(
                 "share.refused", caller: caller,
@@ -114,7 +114,7 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         let masters: [SecureBytes]
         do {
             masters = try custody.openMasters(with: unsealKey)
-        } catch let error as ShareError {
+        } catch let error as KeyRingError where error.code == .wrongKey {
             try audit.record("unseal.refused", caller: caller, ["reason": .string("wrongKey")])
             throw AdminError(error.code.description, error.message + "; progress was reset")
         }
@@ -138,7 +138,7 @@ public final class Unsealer<Opened: Sendable>: Sendable {
         guard let opened else {
             try audit.record("unseal.refused", caller: caller, ["reason": .string("wrongKey")])
             throw AdminError(
-                ShareError.Code.wrongKey.description,
+                KeyRingError.Code.wrongKey.description,
                 "the shares rebuild a key that does not open this vault's keyring; progress was reset")
         }
         try audit.record("unsealed", caller: caller)

@@ -41,7 +41,7 @@ public struct KeyCustody: Codable, Sendable, Equatable {
     }
 
     /// The master key, opened with the unseal key the shares rebuilt.
-    /// - Throws: ``ShareError`` `.wrongKey` when the unseal key does not open it (shares of another set).
+    /// - Throws: ``KeyRingError`` `.wrongKey` when the unseal key does not open it (shares of another set).
     public func openMaster(with unsealKey: SecureBytes) throws -> SecureBytes {
         guard let wrappedMaster else { throw KeyRingError(.damaged, "the custody record holds no wrapped master key") }
         return try Self.open(wrappedMaster, with: unsealKey)
@@ -61,7 +61,7 @@ public struct KeyCustody: Codable, Sendable, Equatable {
         do {
             return try AESGCM.open(sealed, using: SymmetricKey(unsealKey), authenticating: Self.masterLabel)
         } catch {
-            throw ShareError(.wrongKey, "the shares rebuild a key that does not open this vault's master key")
+            throw KeyRingError(.wrongKey, "the shares rebuild a key that does not open this vault's master key")
         }
     }
 

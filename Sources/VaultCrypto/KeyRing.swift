@@ -2,7 +2,8 @@ public import Foundation
 import Synchronization
 public import VaultCore
 
-/// A failure of the keyring or its files. Equal by code; messages name files, never key bytes.
+/// A failure of the keyring, its files or its custody (key shares). Equal by code; messages name files and share
+/// indexes, never key bytes.
 public struct KeyRingError: CodedError, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
@@ -28,6 +29,16 @@ public struct KeyRingError: CodedError, Equatable {
         public static let io = Code(name: "io")
         /// More seals were asked for at once than one data key may ever make (``KeyRotationPolicy``).
         public static let sealLimit = Code(name: "sealLimit")
+        /// A key share's text is not a share (`cvs1-K-I-<64 hex digits>-<6 hex digits>`).
+        public static let malformedShare = Code(name: "malformedShare")
+        /// A share's bytes do not match its own check value: mistyped.
+        public static let checkValue = Code(name: "checkValue")
+        /// A share with this index was given already.
+        public static let repeatedIndex = Code(name: "repeatedIndex")
+        /// A share belongs to a split with another threshold.
+        public static let thresholdMismatch = Code(name: "thresholdMismatch")
+        /// Enough shares were given, but they rebuild another key than this vault's.
+        public static let wrongKey = Code(name: "wrongKey")
     }
 
     public let code: Code

@@ -1,36 +1,4 @@
 public import Foundation
-public import VaultCore
-
-/// Why a share was refused. Messages name the share's index, never its bytes.
-public struct ShareError: CodedError, Equatable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        let name: String
-        public var description: String { name }
-
-        /// The text is not a share (`cvs1-K-I-<64 hex digits>-<6 hex digits>`).
-        public static let malformed = Code(name: "malformed")
-        /// The share's bytes do not match its own check value: mistyped.
-        public static let checkValue = Code(name: "checkValue")
-        /// A share with this index was given already.
-        public static let repeatedIndex = Code(name: "repeatedIndex")
-        /// The share belongs to a split with another threshold.
-        public static let thresholdMismatch = Code(name: "thresholdMismatch")
-        /// Enough shares were given, but they rebuild another key than this vault's.
-        public static let wrongKey = Code(name: "wrongKey")
-    }
-
-    public let code: Code
-    public let message: String
-    public let location: SourceLocation
-
-    public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.message = message
-        self.location = SourceLocation(file: file, line: line)
-    }
-
-    public static func == (lhs: ShareError, rhs: ShareError) -> Bool { lhs.code == rhs.code }
-}
 
 /// The text form of a ``KeyShare``, one line an operator can copy: `cvs1-<threshold>-<index>-<hex>-<kcv>`, the
 /// share's bytes as 64 hexadecimal digits and its own key check value as 6.
@@ -49,15 +17,15 @@ public enum ShareText {
     }
 
     /// Parses and checks one share line (surrounding white space ignored).
-    /// - Throws: ``ShareError`` `.malformed`, or `.checkValue` naming the index when the bytes were mistyped.
-    public static func parse(_ text: some StringProtocol) throws(ShareError) -> KeyShare {
+    /// - Throws: ``KeyRingError`` `.malformed`, or `.checkValue` naming the index when the bytes were mistyped.
+    public static func parse(_ text: some StringProtocol) throws(KeyRingError) -> KeyShare {
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(
             separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 5, parts[0] == "cvs1", let threshold = Int(parts[1]),
             (2...KeyShares.maximumShares).contains(threshold), let index = UInt8(parts[2]), index > 0,
             parts[3].utf8.count == 64, parts[4].utf8.count == 2 * KeyCheckValue.size
         else {
-            throw ShareError(.malformed, "not a key share: expected cvs1-<threshold>-<index>-<64 hex>-<6 hex>")
+            throw KeyRingError(.malformedShare, "not a key share: expected cvs1-<threshold>-<index>-<64 hex>-<6 hex>")
         }
         let digits = Array(parts[3].utf8)
         var valid = true
@@ -70,10 +38,10 @@ public enum ShareText {
                 out[position] = high << 4 | low
             }
         }
-        guard valid else { throw ShareError(.malformed, "share \(index) holds a character that is not hexadecimal") }
+        guard valid else { throw KeyRingError(.malformedShare, "share \(index) holds a character that is not hexadecimal") }
         let share = KeyShare(index: index, threshold: threshold, bytes: bytes)
         guard share.checkValue == parts[4].lowercased() else {
-            throw ShareError(.checkValue, "share \(index) does not match its check value: mistyped or damaged")
+            throw KeyRingError(.checkValue, "share \(index) does not match its check value: mistyped or damaged")
         }
         return share
     }
@@ -118,15 +86,15 @@ public struct UnsealProgress: Sendable {
     /// Adds a share (already checked against its own check value by ``ShareText/parse(_:)``).
     /// - Returns: the rebuilt secret once `threshold` shares are in (progress is then cleared), else nil.
     /// - Throws: `.repeatedIndex` or `.thresholdMismatch`, naming the index; the progress is unchanged.
-    public mutating func add(_ share: KeyShare, now: Date) throws(ShareError) -> SecureBytes? {
+    public mutating func add(_ share: KeyShare, now: Date) throws(KeyRingError) -> SecureBytes? {
         expire(now: now)
         if let threshold, threshold != share.threshold {
-            throw ShareError(
+            throw KeyRingError(
                 .thresholdMismatch,
                 "share \(share.index) belongs to a split needing \(share.threshold) shares, not \(threshold)")
         }
         guard !shares.contains(where: { $0.index == share.index }) else {
-            throw ShareError(.repeatedIndex, "share \(share.index) was given already")
+            throw KeyRingError(.repeatedIndex, "share \(share.index) was given already")
         }
         threshold = share.threshold
         shares.append(share)

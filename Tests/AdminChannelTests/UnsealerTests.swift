@@ -67,7 +67,7 @@ private final class TestClock: WallClock {
         let (unsealer, lines, _, audit) = try Self.make(sandbox)
         let other = try MasterKeySplit.fresh(threshold: 2, count: 3).shareLines.map(\.line)
         _ = try await unsealer.add(lines[0], caller: Self.caller)
-        await #expect(throws: AdminError(ShareError.Code.wrongKey.description, "")) {
+        await #expect(throws: AdminError(KeyRingError.Code.wrongKey.description, "")) {
             try await unsealer.add(other[1], caller: Self.caller)
         }
         #expect(unsealer.status.progress == 0 && unsealer.status.sealed)
@@ -132,7 +132,7 @@ private final class TestClock: WallClock {
         let rebuilt = KeyShares.combine(try fresh[1...3].map { try ShareText.parse($0) })
         #expect(KeyCheckValue.hex(of: try custody.openMaster(with: rebuilt)) == split.custody.masterCheckValue)
         let stale = KeyShares.combine(try old[0...1].map { try ShareText.parse($0) })
-        #expect(throws: ShareError.self) { try custody.openMaster(with: stale) }
+        #expect(throws: KeyRingError.self) { try custody.openMaster(with: stale) }
         // The old shares cannot rekey again.
         await #expect(throws: AdminError.self) {
             try await handlers.invoke(

@@ -63,7 +63,7 @@ import VaultCore
         #expect(parsed.index == 2 && parsed.threshold == 2 && Self.bytes(parsed.bytes) == Self.bytes(shares[1].bytes))
         var typo = Array(line)
         typo[12] = typo[12] == "0" ? "1" : "0"
-        #expect(throws: ShareError(.checkValue, "")) { try ShareText.parse(String(typo)) }
+        #expect(throws: KeyRingError(.checkValue, "")) { try ShareText.parse(String(typo)) }
         do {
             _ = try ShareText.parse(String(typo))
         } catch {
@@ -77,7 +77,7 @@ import VaultCore
             "cvs1-2-1-" + String(repeating: "0", count: 63) + "-000000",
             "cvs1-2-1-" + String(repeating: "g", count: 64) + "-000000",
         ] {
-            #expect(throws: ShareError.self) { try ShareText.parse(bad) }
+            #expect(throws: KeyRingError.self) { try ShareText.parse(bad) }
         }
     }
 
@@ -87,9 +87,9 @@ import VaultCore
         var progress = UnsealProgress()
         let start = Date(timeIntervalSince1970: 1_000_000)
         #expect(try progress.add(shares[0], now: start) == nil)
-        #expect(throws: ShareError(.repeatedIndex, "")) { try progress.add(shares[0], now: start) }
+        #expect(throws: KeyRingError(.repeatedIndex, "")) { try progress.add(shares[0], now: start) }
         let other = KeyShares.split(secret, threshold: 2, count: 2)
-        #expect(throws: ShareError(.thresholdMismatch, "")) { try progress.add(other[1], now: start) }
+        #expect(throws: KeyRingError(.thresholdMismatch, "")) { try progress.add(other[1], now: start) }
         #expect(progress.count == 1 && progress.threshold == 3)
         #expect(try progress.add(shares[3], now: start.addingTimeInterval(599)) == nil)
         // Ten minutes after the last share the progress is gone.
@@ -113,7 +113,7 @@ import VaultCore
         #expect(Self.bytes(unsealKey) != Self.bytes(master))
         let rekeyed = try MasterKeySplit(master: master, threshold: 2, count: 3)
         #expect(rekeyed.custody.masterCheckValue == split.custody.masterCheckValue)
-        #expect(throws: ShareError(.wrongKey, "")) { try rekeyed.custody.openMaster(with: unsealKey) }
+        #expect(throws: KeyRingError(.wrongKey, "")) { try rekeyed.custody.openMaster(with: unsealKey) }
         let encoded = try rekeyed.custody.encoded()
         #expect(try KeyCustody.decode(encoded, source: "test") == rekeyed.custody)
     }
