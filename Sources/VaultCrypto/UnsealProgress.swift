@@ -38,7 +38,9 @@ public enum ShareText {
                 out[position] = high << 4 | low
             }
         }
-        guard valid else { throw KeyRingError(.malformedShare, "share \(index) holds a character that is not hexadecimal") }
+        guard valid else {
+            throw KeyRingError(.malformedShare, "share \(index) holds a character that is not hexadecimal")
+        }
         let share = KeyShare(index: index, threshold: threshold, bytes: bytes)
         guard share.checkValue == parts[4].lowercased() else {
             throw KeyRingError(.checkValue, "share \(index) does not match its check value: mistyped or damaged")
