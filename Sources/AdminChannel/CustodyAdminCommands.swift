@@ -168,7 +168,7 @@ final class PendingCeremonies: Sendable {
     init(clock: any WallClock) { self.clock = clock }
 
     func add(_ ceremony: Ceremony) -> String {
-        let id = RandomPool.shared.bytes(count: 16).map { String(format: "%02x", $0) }.joined()
+        let id = Identifier.hex(RandomPool.shared.bytes(count: 16))
         let now = clock.now
         waiting.withLock { waiting in
             waiting = waiting.filter { now.timeIntervalSince($0.value.made) < Self.lifetime }

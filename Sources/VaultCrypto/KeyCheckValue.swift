@@ -1,4 +1,5 @@
 import COpenSSL
+import VaultCore
 
 /// A key check value (KCV): the first 3 bytes of AES-256-ECB of a zero block under a 32-byte key, as key
 /// ceremonies print them. It tells a mistyped share or key from the right one without revealing it.
@@ -26,30 +27,6 @@ public enum KeyCheckValue {
 
     /// The check value of `key`, as 6 lowercase hexadecimal digits.
     public static func hex(of key: SecureBytes) -> String {
-        key.withUnsafeBytes { Hex.encode(of($0)) }
-    }
-}
-
-/// Lowercase hexadecimal text of bytes that are not secret (check values, indexes).
-enum Hex {
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    /// The value of one hexadecimal digit (either case), nil for anything else.
-    static func digit(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        key.withUnsafeBytes { Identifier.hex(of($0)) }
     }
 }

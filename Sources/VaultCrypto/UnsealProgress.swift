@@ -1,12 +1,23 @@
 public import Foundation
+import VaultCore
 
 /// The text form of a ``KeyShare``, one line an operator can copy: `cvs1-<threshold>-<index>-<hex>-<kcv>`, the
 /// share's bytes as 64 hexadecimal digits and its own key check value as 6.
 public enum ShareText {
     /// The line for `share`.
     public static func encode(_ share: KeyShare) -> String {
-        let body = share.bytes.withUnsafeBytes { Hex.encode($0) }
+        let body = share.bytes.withUnsafeBytes { Identifier.hex($0) }
         return "cvs1-\(share.threshold)-\(share.index)-\(body)-\(share.checkValue)"
+    }
+
+    /// The value of one hexadecimal digit (either case), nil for anything else.
+    private static func hexValue(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// The index a share line claims, if its shape shows one (for the audit of a refused share).
@@ -31,7 +42,7 @@ public enum ShareText {
         var valid = true
         let bytes = SecureBytes(count: 32) { out in
             for position in 0..<32 {
-                guard let high = Hex.digit(digits[2 * position]), let low = Hex.digit(digits[2 * position + 1]) else {
+                guard let high = hexValue(digits[2 * position]), let low = hexValue(digits[2 * position + 1]) else {
                     valid = false
                     return
                 }

@@ -1,4 +1,5 @@
 import AdminChannel
+import Configuration
 import Foundation
 import VaultCore
 import VaultCrypto
@@ -68,14 +69,9 @@ enum KeysCommand: Command {
         }
         switch action {
         case "init":
-            let split = try splitOptions(&arguments)
-            let json = arguments.flag("--json")
-            let hsm = arguments.flag("--pkcs11")
-            var forConfiguration = arguments
-            let access = try StoreAccess.parse(&arguments)
-            try arguments.finish()
-            if hsm {
-                try KeyCeremony.initializeHSM(access, configuration: try StoreAccess.configuration(&forConfiguration))
+            let (split, json, hsmConfiguration, access) = try ceremonyOptions(&arguments)
+            if let hsmConfiguration {
+                try KeyCeremony.initializeHSM(access, configuration: hsmConfiguration)
                 print("created a master key inside the HSM token; the daemon opens it at start (kek.provider pkcs11)")
                 return 0
             }
@@ -112,14 +108,9 @@ enum KeysCommand: Command {
             print("rotated: new writes use data key version \(result["version"]?.intValue ?? 0)")
             return 0
         case "seal":
-            let split = try splitOptions(&arguments)
-            let json = arguments.flag("--json")
-            let hsm = arguments.flag("--pkcs11")
-            var forConfiguration = arguments
-            let access = try StoreAccess.parse(&arguments)
-            try arguments.finish()
-            if hsm {
-                try await KeyCeremony.sealHSM(access, configuration: try StoreAccess.configuration(&forConfiguration))
+            let (split, json, hsmConfiguration, access) = try ceremonyOptions(&arguments)
+            if let hsmConfiguration {
+                try await KeyCeremony.sealHSM(access, configuration: hsmConfiguration)
                 print("sealed: every data key is wrapped under a new key inside the HSM token; the key file is gone")
                 return 0
             }
@@ -192,6 +183,22 @@ enum KeysCommand: Command {
         default:
             throw UsageError("unknown action '\(action)' (try `cardvault keys --help`)")
         }
+    }
+
+    /// What `init` and `seal` take: the share set, `--json`, `--pkcs11` (then the configuration that names the
+    /// token) and where the keys live. Consumes every argument.
+    private static func ceremonyOptions(
+        _ arguments: inout Arguments
+    ) throws -> (
+        split: (threshold: Int, count: Int)?, json: Bool, hsm: CardVaultConfiguration?, access: StoreAccess
+    ) {
+        let split = try splitOptions(&arguments)
+        let json = arguments.flag("--json")
+        let hsm = arguments.flag("--pkcs11")
+        var forConfiguration = arguments
+        let access = try StoreAccess.parse(&arguments)
+        try arguments.finish()
+        return (split, json, hsm ? try StoreAccess.configuration(&forConfiguration) : nil, access)
     }
 
     /// `--shares N --threshold K`, both or neither.
