@@ -57,7 +57,8 @@ test: deps-test release
 # test_pages_browser the shared risk history blocks that card validation (score 140), on the pair as on one daemon.
 # This pass: 135 tests, 2 min 8 s on the 2-core machine (5 min 23 s at load ~11).
 PAIR_SDK_TESTS := Tests/sdk/test_business_metrics.py Tests/sdk/test_card_lifecycle.py \
-	Tests/sdk/test_checkout_browser.py Tests/sdk/test_hostile_values.py Tests/sdk/test_lifecycle.py \
+	Tests/sdk/test_checkout_browser.py Tests/sdk/test_device_completion.py Tests/sdk/test_hostile_values.py \
+	Tests/sdk/test_lifecycle.py \
 	Tests/sdk/test_mangopay_sdk.py Tests/sdk/test_pages_browser.py Tests/sdk/test_payins_e2e.py \
 	Tests/sdk/test_preauthorizations.py Tests/sdk/test_sdk_flows.py Tests/sdk/test_systemd_unit.py \
 	Tests/sdk/test_tokenization_cors.py Tests/sdk/test_web_payin.py Tests/sdk/test_zz_scan.py

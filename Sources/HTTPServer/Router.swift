@@ -11,6 +11,9 @@ public typealias ImmediateHandler = @Sendable (Request) throws -> Response
 /// matches any one non-empty segment and its percent-decoded value lands in
 /// `request.parameters["name"]`. A literal segment wins over a parameter at the same place.
 ///
+/// As Mangopay's API does, literal segments match without regard to ASCII case (`/CardRegistrations/` is
+/// `/cardregistrations/`) and one trailing slash is ignored, in patterns and paths alike; parameters keep their case.
+///
 /// Build it with ``add(_:_:handler:)`` (or ``get(_:handler:)`` ...), then hand it to ``HTTPServer``
 /// or call ``respond(to:)`` directly in tests.
 public struct Router: Sendable {
@@ -95,16 +98,20 @@ public struct Router: Sendable {
 
     private mutating func register(_ method: HTTPMethod, _ pattern: String, _ body: Body) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with /: \(pattern)")
-        let segments: [Segment] = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
-            $0.hasPrefix(":") && $0.count > 1 ? .parameter(String($0.dropFirst())) : .literal($0)
+        let segments: [Segment] = Self.withoutTrailingSlash(pattern).split(
+            separator: "/", omittingEmptySubsequences: false
+        ).dropFirst().map {
+            $0.hasPrefix(":") && $0.count > 1
+                ? .parameter(String($0.dropFirst())) : .literal(Substring($0.lowercased()))
         }
         let route = Route(index: routes.count, method: method, pattern: pattern, segments: segments, body: body)
         let isLiteral = !segments.contains { if case .parameter = $0 { true } else { false } }
         if isLiteral {
-            var group = literalPaths[pattern] ?? PatternGroup(segments: segments, byMethod: [:])
+            let key = Self.withoutTrailingSlash(pattern).lowercased()
+            var group = literalPaths[key] ?? PatternGroup(segments: segments, byMethod: [:])
             precondition(group.byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
             group.byMethod[method] = route.index
-            literalPaths[pattern] = group
+            literalPaths[key] = group
         } else if let position = parameterized.firstIndex(where: { $0.segments == segments }) {
             precondition(
                 parameterized[position].byMethod[method] == nil, "route registered twice: \(method) \(pattern)")
@@ -139,12 +146,15 @@ public struct Router: Sendable {
 
     /// Finds the route for `method` and `path` (percent-encoded, without the query).
     public func match(_ method: HTTPMethod, path: String) -> Match {
-        if let group = literalPaths[path] {
+        let path = Self.withoutTrailingSlash(path)
+        let hasUpperCase = path.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+        if let group = literalPaths[hasUpperCase ? path.lowercased() : path] {
             return pick(group, method, parameters: [:])
         }
         guard !parameterized.isEmpty, path.utf8.first == UInt8(ascii: "/") else { return .notFound }
         let parts = Self.segments(of: path)
-        let literal = byFirstLiteral[Shape(count: parts.count, first: parts.first.map(String.init) ?? "")] ?? []
+        let first = parts.first.map { hasUpperCase ? $0.lowercased() : String($0) } ?? ""
+        let literal = byFirstLiteral[Shape(count: parts.count, first: first)] ?? []
         let wildcard = byFirstParameter[parts.count] ?? []
         var nextLiteral = 0
         var nextWildcard = 0
@@ -165,7 +175,7 @@ public struct Router: Sendable {
             for (segment, part) in zip(group.segments, parts) {
                 switch segment {
                 case .literal(let text):
-                    if text != part { continue candidates }
+                    if !Self.equalIgnoringASCIICase(lowercased: text, part) { continue candidates }
                 case .parameter(let name):
                     if part.isEmpty { continue candidates }
                     do {
@@ -178,6 +188,20 @@ public struct Router: Sendable {
             return pick(group, method, parameters: parameters)
         }
         return .notFound
+    }
+
+    /// `path` without one trailing `/` (`/` itself stays).
+    static func withoutTrailingSlash(_ path: String) -> String {
+        guard path.utf8.count > 1, path.utf8.last == UInt8(ascii: "/") else { return path }
+        return String(path.dropLast())
+    }
+
+    /// Whether `part` equals `text` (already lower case) when ASCII letters of `part` are lowered.
+    static func equalIgnoringASCIICase(lowercased text: Substring, _ part: Substring) -> Bool {
+        guard text.utf8.count == part.utf8.count else { return false }
+        return zip(text.utf8, part.utf8).allSatisfy { expected, byte in
+            expected == (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte)
+        }
     }
 
     /// The `/`-separated segments of `path` after its leading `/` (empty ones kept), split on its UTF-8 bytes:

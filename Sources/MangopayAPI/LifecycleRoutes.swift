@@ -62,11 +62,9 @@ public struct LifecycleRoutes: RouteGroup {
         for prefix in ["", "/sca"] {
             for (segment, type) in [("natural", PersonType.natural), ("legal", .legal)] {
                 let path = base + prefix + "/users/" + segment + "/:id"
-                for suffix in ["/category", "/category/"] {
-                    router.put(path + suffix) { request in
-                        await api.authorized(request) { clientId in
-                            try await handlers.categorize(request, clientId: clientId, type: type, sca: !prefix.isEmpty)
-                        }
+                router.put(path + "/category") { request in
+                    await api.authorized(request) { clientId in
+                        try await handlers.categorize(request, clientId: clientId, type: type, sca: !prefix.isEmpty)
                     }
                 }
                 router.delete(path) { request in

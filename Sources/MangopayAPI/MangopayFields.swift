@@ -186,6 +186,19 @@ struct MangopayFields {
         fail(key, "The value of \(prefix + key) is not valid: \(expected).")
     }
 
+    /// Whether `key` arrived as a JSON string.
+    func isString(_ key: String) -> Bool {
+        if case .string = value(key) { true } else { false }
+    }
+
+    /// Whether `key` arrived as a JSON number.
+    func isNumber(_ key: String) -> Bool {
+        switch value(key) {
+        case .int, .double: true
+        default: false
+        }
+    }
+
     /// The value of `key`, nil when absent or null.
     private func value(_ key: String) -> MangopayJSON? {
         guard let value = object[key], value != .null else { return nil }
@@ -275,14 +288,24 @@ extension MangopayFields {
         request.secureMode = string("SecureMode")
         request.ipAddress = string("IpAddress")
         request.browserInfo = object("BrowserInfo") { info in
-            BrowserInfo(
+            var browser = BrowserInfo(
                 acceptHeader: info.string("AcceptHeader"), javaEnabled: info.boolean("JavaEnabled"),
                 javascriptEnabled: info.boolean("JavascriptEnabled"), language: info.string("Language"),
                 colorDepth: info.integer("ColorDepth").map { Int(clamping: $0) },
                 screenHeight: info.integer("ScreenHeight").map { Int(clamping: $0) },
                 screenWidth: info.integer("ScreenWidth").map { Int(clamping: $0) },
-                // Minutes as text: the docs send 60, the SDK tests "+60"; a text field takes both.
+                // Minutes as text: the docs and the Checkout SDKs send 60, the Python SDK's tests "+60".
                 timeZoneOffset: info.string("TimeZoneOffset"), userAgent: info.string("UserAgent"))
+            // Loose fields: the answer echoes the JSON type each client sent (docs/wire-binding.md).
+            var alternate: BrowserInfo.AlternateTypes = []
+            if info.isNumber("JavaEnabled") { alternate.insert(.javaEnabledAsNumber) }
+            if info.isNumber("JavascriptEnabled") { alternate.insert(.javascriptEnabledAsNumber) }
+            if info.isString("ColorDepth") { alternate.insert(.colorDepthAsText) }
+            if info.isString("ScreenHeight") { alternate.insert(.screenHeightAsText) }
+            if info.isString("ScreenWidth") { alternate.insert(.screenWidthAsText) }
+            if info.isNumber("TimeZoneOffset") { alternate.insert(.timeZoneOffsetAsNumber) }
+            browser.alternateTypes = alternate.isEmpty ? nil : alternate
+            return browser
         }
         request.statementDescriptor = string("StatementDescriptor")
         request.tag = string("Tag")

@@ -132,7 +132,7 @@ struct MangopayHandlers: Sendable {
         }
     }
 
-    private func respond(to error: any Error, _ request: Request) -> Response {
+    func respond(to error: any Error, _ request: Request) -> Response {
         if let error = error as? PaymentsError {
             return MangopayErrorResponse.response(error, request: request, now: now)
         }
@@ -160,7 +160,7 @@ struct MangopayHandlers: Sendable {
 
     private func page(_ request: Request) throws -> PageRequest { try PageRequest(request) }
 
-    private func id(_ request: Request, _ name: String = "id") -> String { request.parameters[name] ?? "" }
+    func id(_ request: Request, _ name: String = "id") -> String { request.parameters[name] ?? "" }
 
     // MARK: Users and wallets
 
@@ -373,11 +373,11 @@ struct MangopayHandlers: Sendable {
 
     /// True when a browser on `origin` may post card data: a `checkoutOrigins` entry (or `*`), or the daemon's own
     /// pages.
-    private func mayTokenize(origin: String) -> Bool {
+    func mayTokenize(origin: String) -> Bool {
         checkoutOrigins.contains(origin) || checkoutOrigins.contains("*") || origin == ownOrigin
     }
 
-    private func addCORS(to response: inout Response, _ request: Request) {
+    func addCORS(to response: inout Response, _ request: Request) {
         guard let origin = request.headers["Origin"], checkoutOrigins.contains(origin) || checkoutOrigins.contains("*")
         else { return }
         response.headers.set("Access-Control-Allow-Origin", origin)

@@ -41,13 +41,11 @@ public struct MangopayRoutes: RouteGroup {
         // Failed authentications count against the address; a limited address is refused before its
         // credentials are checked, so guessing API keys is as slow as the limit.
         let tokenFailures = services.abuseLimits.tokenFailures
-        for path in ["/v2.01/oauth/token", "/v2.01/oauth/token/"] {
-            router.post(path) { request in
-                await RateLimitGate.limitedFailures(
-                    tokenFailures, request, refusal: { api.tooManyRequests(request, retryAfter: $0) },
-                    failed: { $0.status == .unauthorized }
-                ) { await api.token(request) }
-            }
+        router.post("/v2.01/oauth/token") { request in
+            await RateLimitGate.limitedFailures(
+                tokenFailures, request, refusal: { api.tooManyRequests(request, retryAfter: $0) },
+                failed: { $0.status == .unauthorized }
+            ) { await api.token(request) }
         }
 
         let base = "/v2.01/:clientId"
@@ -111,10 +109,20 @@ public struct MangopayRoutes: RouteGroup {
                 return api.render(registration)
             }
         }
-        router.put(base + "/cardregistrations/:id") { request in
-            await api.authorized(request) { clientId in
-                try await api.updateCardRegistration(request, clientId: clientId)
+        // The merchant completes with its bearer token; the shopper's device (Checkout SDKs, JS kit) without
+        // credentials, by PUT (JSON) or POST (form), under /v2.01/ or the JS kit's /v2/.
+        for version in ["/v2.01", "/v2"] {
+            let path = version + "/:clientId/cardregistrations/:id"
+            router.put(path) { request in
+                guard version == "/v2.01", request.headers["Authorization"] != nil else {
+                    return await api.completeFromDevice(request)
+                }
+                return await api.authorized(request) { clientId in
+                    try await api.updateCardRegistration(request, clientId: clientId)
+                }
             }
+            router.post(path) { await api.completeFromDevice($0) }
+            router.add(.options, path) { api.completionPreflight($0) }
         }
 
         router.get(base + "/cards/:id") { request in

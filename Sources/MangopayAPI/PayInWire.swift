@@ -8,15 +8,30 @@ extension MangopayWire {
         .object([("Currency", .string(funds.currency)), ("Amount", .int(funds.amount))])
     }
 
+    /// `BrowserInfo`, each loose field in the JSON type its client sent (``BrowserInfo/AlternateTypes``).
     static func browserInfo(_ info: BrowserInfo?) -> MangopayJSON {
         guard let info else { return .null }
-        func flag(_ value: Bool?) -> MangopayJSON { value.map { .bool($0) } ?? .null }
-        func number(_ value: Int?) -> MangopayJSON { value.map { .int(Int64($0)) } ?? .null }
+        let alternate = info.alternateTypes ?? []
+        func flag(_ value: Bool?, _ asNumber: BrowserInfo.AlternateTypes) -> MangopayJSON {
+            guard let value else { return .null }
+            return alternate.contains(asNumber) ? .int(value ? 1 : 0) : .bool(value)
+        }
+        func number(_ value: Int?, _ asText: BrowserInfo.AlternateTypes) -> MangopayJSON {
+            guard let value else { return .null }
+            return alternate.contains(asText) ? .string(String(value)) : .int(Int64(value))
+        }
+        var offset = MangopayJSON.text(info.timeZoneOffset)
+        if alternate.contains(.timeZoneOffsetAsNumber), let text = info.timeZoneOffset,
+            let minutes = MangopayFields.decimalInteger(text)
+        {
+            offset = .int(minutes)
+        }
         return .object([
-            ("AcceptHeader", .text(info.acceptHeader)), ("JavaEnabled", flag(info.javaEnabled)),
-            ("JavascriptEnabled", flag(info.javascriptEnabled)), ("Language", .text(info.language)),
-            ("ColorDepth", number(info.colorDepth)), ("ScreenHeight", number(info.screenHeight)),
-            ("ScreenWidth", number(info.screenWidth)), ("TimeZoneOffset", .text(info.timeZoneOffset)),
+            ("AcceptHeader", .text(info.acceptHeader)), ("JavaEnabled", flag(info.javaEnabled, .javaEnabledAsNumber)),
+            ("JavascriptEnabled", flag(info.javascriptEnabled, .javascriptEnabledAsNumber)),
+            ("Language", .text(info.language)), ("ColorDepth", number(info.colorDepth, .colorDepthAsText)),
+            ("ScreenHeight", number(info.screenHeight, .screenHeightAsText)),
+            ("ScreenWidth", number(info.screenWidth, .screenWidthAsText)), ("TimeZoneOffset", offset),
             ("UserAgent", .text(info.userAgent)),
         ])
     }

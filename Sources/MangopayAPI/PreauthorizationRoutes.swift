@@ -47,24 +47,17 @@ public struct PreauthorizationRoutes: RouteGroup {
                 }
             }
         }
-        // The SDK's deposit URLs: a slash before the id (`/deposit-preauthorizations//{id}`), one after the lists.
-        for path in [base + "/deposit-preauthorizations//:id"] {
-            router.get(path) { request in
-                await api.authorized(request) { clientId in
-                    try await handlers.get(request, clientId: clientId, kind: .deposit)
-                }
-            }
-            router.put(path) { request in
-                await api.authorized(request) { clientId in
-                    try await handlers.update(request, clientId: clientId, kind: .deposit)
-                }
+        // The SDK's deposit URLs put a slash before the id (`/deposit-preauthorizations//{id}`); the one after the
+        // lists is the router's (one trailing slash is ignored everywhere).
+        let depositPath = base + "/deposit-preauthorizations//:id"
+        router.get(depositPath) { request in
+            await api.authorized(request) { clientId in
+                try await handlers.get(request, clientId: clientId, kind: .deposit)
             }
         }
-        for owner in ["/cards/:id", "/users/:id"] {
-            router.get(base + owner + "/deposit-preauthorizations/") { request in
-                await api.authorized(request) { clientId in
-                    try await handlers.list(request, clientId: clientId, kind: .deposit, byCard: owner == "/cards/:id")
-                }
+        router.put(depositPath) { request in
+            await api.authorized(request) { clientId in
+                try await handlers.update(request, clientId: clientId, kind: .deposit)
             }
         }
         router.post(base + "/payins/PreAuthorized/direct") { request in

@@ -36,9 +36,7 @@ public struct MasterpassRoutes: RouteGroup {
                 ) { await handler(request) }
             }
         }
-        for path in ["/srci", "/srci/"] {
-            page(.get, path) { await pages.open($0) }
-        }
+        page(.get, "/srci") { await pages.open($0) }
         page(.get, "/srci/:sessionId") { await pages.show($0) }
         page(.post, "/srci/:sessionId/submit") { await pages.submit($0) }
         page(.post, "/srci/:sessionId/cancel") { await pages.cancel($0) }

@@ -313,6 +313,41 @@ public struct CardRegistrationService: Sendable {
     public func update(
         clientId: String, id: String, registrationData: String?, cardHolderName: String?, tag: String?
     ) async throws -> CardRegistration {
+        try await apply(
+            clientId: clientId, id: id, registrationData: registrationData, cardHolderName: cardHolderName, tag: tag,
+            byDevice: false)
+    }
+
+    /// Completes registration `id` for a caller without credentials: the shopper's device, as the Checkout SDKs and
+    /// the JS kit do. Only the `data=` value this daemon answered that registration's tokenization, within its
+    /// lifetime, validates it, and only once; the answer is what ``update(clientId:id:registrationData:cardHolderName:tag:)``
+    /// answers.
+    /// - Throws: ``deviceRefusal`` for anything else (forged, replayed, expired or another registration's data, an
+    ///   unknown registration), changing nothing.
+    public func completeFromDevice(
+        clientId: String, id: String, registrationData: String
+    ) async throws
+        -> CardRegistration
+    {
+        do {
+            return try await apply(
+                clientId: clientId, id: id, registrationData: registrationData, cardHolderName: nil, tag: nil,
+                byDevice: true)
+        } catch let error as PaymentsError where error.code == .notFound || error.code == .invalidParameters {
+            throw Self.deviceRefusal
+        }
+    }
+
+    /// The one refusal of a device's completion: nothing in it tells why, or anything about a card.
+    public static let deviceRefusal = PaymentsError.invalid(
+        "RegistrationData",
+        "Not the data this card registration's tokenization answered, or already used, or expired; complete the"
+            + " registration once, with the data the tokenization answered")
+
+    private func apply(
+        clientId: String, id: String, registrationData: String?, cardHolderName: String?, tag: String?,
+        byDevice: Bool
+    ) async throws -> CardRegistration {
         var rules = FieldRules()
         rules.length(registrationData, "RegistrationData", maximum: 4096)
         rules.length(cardHolderName, "CardHolderName")
@@ -343,9 +378,12 @@ public struct CardRegistrationService: Sendable {
             }
             let now = environment.nowSeconds
             var writes: [RecordWrite] = []
-            switch registration.completion(
+            let completion = registration.completion(
                 registrationData: registrationData, now: now, configuration: environment.configuration)
-            {
+            if byDevice {
+                guard case .validate = completion else { throw Self.deviceRefusal }
+            }
+            switch completion {
             case .unchanged:
                 return registration
             case .alreadyProcessed:

@@ -29,6 +29,27 @@ public struct BrowserInfo: Sendable, Equatable, Codable {
     /// Minutes; the wire sends `60` or `"+60"`.
     public var timeZoneOffset: String?
     public var userAgent: String?
+    /// The fields that arrived in the other JSON type Mangopay takes for them (a size or an offset as a number or
+    /// as text, a flag as `1`/`0`), so that answers echo the type each client sent and decodes (docs/wire-binding.md).
+    public var alternateTypes: AlternateTypes?
+
+    /// One bit per loose field, set when the client sent it in its alternate JSON type.
+    public struct AlternateTypes: OptionSet, Sendable, Equatable, Codable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `JavaEnabled` as `1`/`0` rather than a boolean.
+        public static let javaEnabledAsNumber = Self(rawValue: 1 << 0)
+        /// `JavascriptEnabled` as `1`/`0` rather than a boolean.
+        public static let javascriptEnabledAsNumber = Self(rawValue: 1 << 1)
+        /// `ColorDepth` as text rather than a number.
+        public static let colorDepthAsText = Self(rawValue: 1 << 2)
+        /// `ScreenHeight` as text rather than a number.
+        public static let screenHeightAsText = Self(rawValue: 1 << 3)
+        /// `ScreenWidth` as text rather than a number.
+        public static let screenWidthAsText = Self(rawValue: 1 << 4)
+        /// `TimeZoneOffset` as a number (the Checkout SDKs) rather than text (the Python SDK's `"+60"`).
+        public static let timeZoneOffsetAsNumber = Self(rawValue: 1 << 5)
+    }
 
     public init(
         acceptHeader: String? = nil, javaEnabled: Bool? = nil, javascriptEnabled: Bool? = nil, language: String? = nil,

@@ -119,7 +119,7 @@ extension CardInfo: BinarySchema {
 
 extension BrowserInfo: BinaryFields {
     // 1 acceptHeader, 2 javaEnabled, 3 javascriptEnabled, 4 language, 5 colorDepth, 6 screenHeight, 7 screenWidth,
-    // 8 timeZoneOffset, 9 userAgent; every field optional.
+    // 8 timeZoneOffset, 9 userAgent, 10 alternateTypes; every field optional.
     public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, acceptHeader)
         writer.bool(2, javaEnabled)
@@ -130,6 +130,7 @@ extension BrowserInfo: BinaryFields {
         writer.int(7, screenWidth)
         writer.string(8, timeZoneOffset)
         writer.string(9, userAgent)
+        writer.int(10, alternateTypes?.rawValue)
     }
 
     public init(from reader: inout BinaryRecordReader) throws {
@@ -145,6 +146,7 @@ extension BrowserInfo: BinaryFields {
             case 7: screenWidth = try reader.int()
             case 8: timeZoneOffset = try reader.string()
             case 9: userAgent = try reader.string()
+            case 10: alternateTypes = BrowserInfo.AlternateTypes(rawValue: try reader.int())
             default: try reader.skip()
             }
         }

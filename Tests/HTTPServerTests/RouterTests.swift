@@ -44,13 +44,31 @@ import VaultCore
         #expect(response.bodyText == "posted 3")
     }
 
-    @Test(arguments: ["/nope", "/v2.01/acme/cards", "/v2.01/acme/cards/7/extra", "/health/", "/v2.01//cards/7"])
+    @Test(arguments: ["/nope", "/v2.01/acme/cards", "/v2.01/acme/cards/7/extra", "/health//", "/v2.01//cards/7"])
     func unknownPathIs404JSONWithRequestID(path: String) async {
         let response = await Self.router().respond(to: Request(method: .get, target: path, requestID: "req-12345678"))
         #expect(response.status == .notFound)
         #expect(response.bodyText == #"{"error":"not_found","message":"Not found"}"#)
         #expect(response.headers["x-request-id"] == "req-12345678")
         #expect(response.headers["Content-Type"]?.hasPrefix("application/json") == true)
+    }
+
+    @Test(arguments: [
+        ("/v2.01/Acme/Cards/C-9", "Acme|C-9|/v2.01/:clientId/cards/:id"), ("/V2.01/acme/CARDS/c-9/", "acme|c-9|"),
+        ("/v2.01/acme/cards/MINE", "mine"), ("/HEALTH", #"{"status":"ok"}"#), ("/health/", #"{"status":"ok"}"#),
+    ])
+    func literalSegmentsIgnoreCaseAndOneTrailingSlashWhileParametersKeepTheirCase(path: String, expected: String) async
+    {
+        let response = await Self.router().respond(to: Request(method: .get, target: path))
+        #expect(response.status == .ok)
+        #expect(response.bodyText.hasPrefix(expected), "\(path): \(response.bodyText)")
+    }
+
+    @Test func aPatternWithATrailingSlashOrCapitalsIsTheSameRoute() async {
+        var router = Router()
+        router.get("/Deposits/:id/transactions/") { request in .text(request.parameters["id"] ?? "") }
+        let response = await router.respond(to: Request(method: .get, target: "/deposits/Dep-1/Transactions"))
+        #expect(response.bodyText == "Dep-1")
     }
 
     @Test func wrongMethodIs405WithAllow() async {

@@ -243,6 +243,47 @@ import VaultStore
         }
     }
 
+    @Test func aDeviceCompletesOnlyWithItsOwnTokenizationsDataOnceAndInTime() async throws {
+        let fixture = PaymentsFixture()
+        let registrations = fixture.services.cardRegistrations
+        let registration = try await fixture.registration()
+        let other = try await fixture.registration()
+        guard case .success(let token, _) = try await fixture.tokenize(registration, fixture.form(registration)),
+            case .success(let otherToken, _) = try await fixture.tokenize(other, fixture.form(other))
+        else {
+            Issue.record("valid tokenization refused")
+            return
+        }
+        let data = "data=" + token.unsafeRevealed
+        let refusals: [(String, String)] = [
+            (registration.id, "data=forged"), (registration.id, "data=" + otherToken.unsafeRevealed),
+            (registration.id, "errorCode=02625"), (registration.id, ""), ("cardreg_unknown", data),
+        ]
+        for (id, registrationData) in refusals {
+            let refused = await PaymentsError.from {
+                try await registrations.completeFromDevice(clientId: "shop", id: id, registrationData: registrationData)
+            }
+            #expect(refused?.fieldErrors == CardRegistrationService.deviceRefusal.fieldErrors, "\(registrationData)")
+        }
+        // The refusals changed nothing: the data the tokenization answered completes it, once.
+        #expect(try await registrations.get(clientId: "shop", id: registration.id).status == .created)
+        let done = try await registrations.completeFromDevice(
+            clientId: "shop", id: registration.id, registrationData: data)
+        #expect(done.status == .validated && done.cardId != nil)
+        let replayed = await PaymentsError.from {
+            try await registrations.completeFromDevice(clientId: "shop", id: registration.id, registrationData: data)
+        }
+        #expect(replayed?.fieldErrors == CardRegistrationService.deviceRefusal.fieldErrors)
+        // Past the access key's lifetime the other registration's own data no longer completes it.
+        fixture.clock.advance(by: 20 * 60 + 1)
+        let late = await PaymentsError.from {
+            try await registrations.completeFromDevice(
+                clientId: "shop", id: other.id, registrationData: "data=" + otherToken.unsafeRevealed)
+        }
+        #expect(late?.fieldErrors == CardRegistrationService.deviceRefusal.fieldErrors)
+        #expect(try await registrations.get(clientId: "shop", id: other.id).status == .created)
+    }
+
     @Test(arguments: ["data=forged", "garbage", "", "errorCode=abc", "data="])
     func garbledRegistrationDataGivesError105206(data: String) async throws {
         let fixture = PaymentsFixture()

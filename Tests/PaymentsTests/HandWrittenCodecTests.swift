@@ -170,6 +170,10 @@ private struct OldBrowserInfo: BinarySchema {
     @Test func aPayInWithoutARequiredFieldOrWithUnknownTagsIsReadAsTheSchemaReadIt() throws {
         let refused = Self.refusalsLeavingOutEachField(OldPayIn(value: Self.fullPayIn)) { $0.value }
         #expect(refused == OldPayIn.binaryFields.filter(\.isRequired).count && refused == 15)
+        // The JSON types a client sent for the loose fields survive the record (tag 10).
+        var loose = Self.fullPayIn.browserInfo!
+        loose.alternateTypes = [.timeZoneOffsetAsNumber, .colorDepthAsText, .javaEnabledAsNumber]
+        #expect(try Self.decoded(BrowserInfo.self, Self.bytes(loose)) == loose)
         // Unknown tags are skipped.
         var writer = BinaryRecordWriter()
         writer.unsigned(99, 1)
