@@ -305,9 +305,10 @@ extension MangopayHarness {
         let created = await harness.send("POST", harness.api("/cards/\(card)/validation"), body: body)
         #expect(created.status == .ok)
         #expect(created.json["Type"] == .string("CARD_VALIDATION") && created.json["Validity"] == .string("UNKNOWN"))
+        // The offset came as a number (as the Checkout SDKs send it) and is answered as one.
         #expect(
             created.json["Status"] == .string("CREATED")
-                && created.json["BrowserInfo"]?["TimeZoneOffset"] == .string("60"))
+                && created.json["BrowserInfo"]?["TimeZoneOffset"] == .int(60))
         let id = try #require(created.json["Id"]?.stringValue)
         let redirect = try #require(created.json["SecureModeRedirectURL"]?.stringValue)
         #expect(redirect.contains("/acs/v/"))

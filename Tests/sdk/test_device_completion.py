@@ -57,6 +57,9 @@ PAY_IN = {"Id": str, "Tag": str, "CreationDate": int, "AuthorId": str, "Credited
           "SecureModeRedirectURL": str, "SecureModeNeeded": bool, "Culture": str, "SecurityInfo": {"AVSResult": str},
           "StatementDescriptor": str, "BrowserInfo": BROWSER_INFO, "IpAddress": str, "Billing": PARTY,
           "Shipping": PARTY, "Requested3DSVersion": str, "Applied3DSVersion": str, "RecurringPayinRegistrationId": str}
+PAY_IN_CARD = {"ExpirationDate": str, "Alias": str, "CardType": str, "CardProvider": str, "Country": str,
+               "Product": str, "BankCode": str, "Active": bool, "Currency": str, "Validity": str, "UserId": str,
+               "Id": str, "Tag": str, "CreationDate": int, "Fingerprint": str}
 PRE_AUTH_CARD = {"AuthorId": str, "DebitedFunds": FUNDS, "RemainingFunds": FUNDS, "Status": str, "PaymentStatus": str,
                  "ResultCode": str, "ResultMessage": str, "ExecutionType": str, "SecureMode": str, "CardId": str,
                  "SecureModeNeeded": bool, "SecureModeRedirectURL": str, "SecureModeReturnURL": str,
@@ -183,6 +186,10 @@ def test_the_checkout_sdk_registers_a_card_and_pays_with_it(daemon):
         hold.pop(name)
     preauthorization = decode(merchant.call("POST", "/preauthorizations/card/direct", hold), PRE_AUTH_CARD)
     assert preauthorization["Status"] == "SUCCEEDED" and preauthorization["BrowserInfo"]["TimeZoneOffset"] == 60
+
+    # `fetchPayInCards`: the user's cards with `Active` as a query parameter, decoded as `[PayInCard]`.
+    cards = merchant.call("GET", "/users/%s/cards?Active=true" % user["Id"])
+    assert [decode(card, PAY_IN_CARD)["Id"] for card in cards] == [completed["CardId"]]
 
     validation = decode(merchant.call("POST", "/cards/%s/validation" % completed["CardId"], {
         "AuthorId": user["Id"], "SecureModeReturnURL": "https://shop.example/return", "IpAddress": "203.0.113.7",
