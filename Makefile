@@ -104,6 +104,9 @@ test-sanitize: deps-test
 venv:
 	@[ -x .venv/bin/python ] || python3 -m venv .venv
 	.venv/bin/pip install -q -r Tests/sdk/requirements.txt
+	# The SDK's source distribution, for its own live tests (Tests/sdk/test_sdk_live_suite.py).
+	@[ -f .cache/sdk-sdist/mangopaysdk-3.51.1.tar.gz ] || .venv/bin/pip download -q --no-binary :all: --no-deps \
+		-d .cache/sdk-sdist mangopaysdk==3.51.1
 	# axe-core for the browser tests' accessibility checks: the file axe.min.js that this package ships (its
 	# Playwright dependency is not needed: Tests/sdk/browser_support.py injects it through Selenium).
 	.venv/bin/pip install -q --no-deps axe-playwright-python==0.1.8

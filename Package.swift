@@ -78,16 +78,21 @@ let package = Package(
         library("Forward", ["OutboundHTTP", "Payments", "CardKit", "VaultStore", "VaultCrypto", "VaultCore"]),
         // Hooks and events: the merchant's hooks, the signed delivery engine over the outbox.
         library("Hooks", ["OutboundHTTP", "Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
+        // The Mangopay Account of OWNER users: SCA enrollment and wallet access, company number formats.
+        library("OwnerAccounts", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
         library(
             "MangopayAPI",
-            ["Payments", "Risk", "BusinessMetrics", "Forward", "Hooks", "CardKit", "HTTPServer", "VaultCore"]),
+            [
+                "Payments", "OwnerAccounts", "Risk", "BusinessMetrics", "Forward", "Hooks", "CardKit", "HTTPServer",
+                "VaultCore",
+            ]),
         library("MasterpassAPI", ["Checkout", "Payments", "CardKit", "HTTPServer", "VaultCore"]),
         library("Configuration", ["HTTPServer", "OutboundHTTP", "VaultCore"]),
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "Risk", "BusinessMetrics", "Checkout",
-                "Forward", "Hooks",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "OwnerAccounts", "Risk", "BusinessMetrics",
+                "Checkout", "Forward", "Hooks",
                 "OutboundHTTP", "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
         // Shared test fixtures (a raw HTTP client, child processes, environments); tests only.
@@ -127,7 +132,10 @@ let package = Package(
         tests("HTTPServerTests", ["HTTPServer", "VaultCore", "CardVaultTesting"]),
         tests(
             "MangopayAPITests",
-            ["MangopayAPI", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore", "CardVaultTesting"]),
+            [
+                "MangopayAPI", "OwnerAccounts", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore",
+                "CardVaultTesting",
+            ]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
         tests("OutboundHTTPTests", ["OutboundHTTP"]),

@@ -2,6 +2,7 @@ import Checkout
 public import Configuration
 public import HTTPServer
 import Hooks
+import OwnerAccounts
 public import Payments
 public import VaultCore
 import VaultStore
@@ -43,11 +44,12 @@ public enum BackgroundServices {
     /// checkout shoppers that join them.
     static func recordLifetimes(services: MerchantServices, checkout: CheckoutService) -> [RecordLifetime] {
         let recordIds = try? services.environment.recordIds
-        return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes + [
-            RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
-                recordIds?.rekeyedScopedId($0)
-            },
-            RecordSweeper.stateLifetime,
-        ]
+        return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes
+            + ScaService.recordLifetimes + [
+                RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
+                    recordIds?.rekeyedScopedId($0)
+                },
+                RecordSweeper.stateLifetime,
+            ]
     }
 }

@@ -198,6 +198,14 @@ struct LifecycleHandlers: Sendable {
             beforeDate: value("BeforeDate", "beforeDate", "before_date"),
             afterDate: value("AfterDate", "afterDate", "after_date"))
         let payIns = services.payIns
+        let wallets = services.wallets
+        if let refused = try await ScaWire(services: services).walletAccess(
+            request, clientId: clientId,
+            ownerId: owner == .user
+                ? id(request) : try await wallets.get(clientId: clientId, id: id(request)).ownerId)
+        {
+            return refused
+        }
         let found =
             switch owner {
             case .user:
@@ -213,8 +221,8 @@ struct LifecycleHandlers: Sendable {
         let existing = try await services.users.get(clientId: clientId, id: id(request), type: type)
         let changes = body.userFields(type: type, sca: sca || existing.sca)
         try body.check()
-        return MangopayResponse.json(
-            MangopayWire.user(
-                try await services.users.categorize(clientId: clientId, id: existing.id, type: type, changes: changes)))
+        let user = try await services.users.categorize(
+            clientId: clientId, id: existing.id, type: type, changes: changes)
+        return try await ScaWire(services: services).user(user, opening: existing.userCategory != "OWNER")
     }
 }

@@ -172,7 +172,7 @@ struct MangopayHandlers: Sendable {
         }
         try body.check()
         let user = try await services.users.create(clientId: clientId, type: type, sca: sca, fields: fields)
-        return MangopayResponse.json(MangopayWire.user(user))
+        return try await ScaWire(services: services).user(user, opening: true)
     }
 
     func updateUser(_ request: Request, clientId: String, type: PersonType) async throws -> Response {
@@ -181,12 +181,12 @@ struct MangopayHandlers: Sendable {
         let changes = body.userFields(type: type, sca: existing.sca)
         try body.check()
         let user = try await services.users.update(clientId: clientId, id: existing.id, type: type, changes: changes)
-        return MangopayResponse.json(MangopayWire.user(user))
+        return try await ScaWire(services: services).user(user)
     }
 
     func getUser(_ request: Request, clientId: String, type: PersonType?) async throws -> Response {
-        MangopayResponse.json(
-            MangopayWire.user(try await services.users.get(clientId: clientId, id: id(request), type: type)))
+        try await ScaWire(services: services).user(
+            try await services.users.get(clientId: clientId, id: id(request), type: type))
     }
 
     func createWallet(_ request: Request, clientId: String) async throws -> Response {
@@ -213,6 +213,11 @@ struct MangopayHandlers: Sendable {
 
     func listWallets(_ request: Request, clientId: String) async throws -> Response {
         let page = try page(request)
+        if let refused = try await ScaWire(services: services).walletAccess(
+            request, clientId: clientId, ownerId: id(request))
+        {
+            return refused
+        }
         return MangopayResponse.list(
             try await services.wallets.list(clientId: clientId, userId: id(request), page: page),
             render: MangopayWire.wallet)

@@ -88,9 +88,13 @@ public struct MangopayRoutes: RouteGroup {
         }
         router.get(base + "/wallets/:id") { request in
             await api.authorized(request) { clientId in
-                MangopayResponse.json(
-                    MangopayWire.wallet(
-                        try await api.services.wallets.get(clientId: clientId, id: request.parameters["id"] ?? "")))
+                let wallet = try await api.services.wallets.get(clientId: clientId, id: request.parameters["id"] ?? "")
+                if let refused = try await ScaWire(services: api.services).walletAccess(
+                    request, clientId: clientId, ownerId: wallet.ownerId)
+                {
+                    return refused
+                }
+                return MangopayResponse.json(MangopayWire.wallet(wallet))
             }
         }
         router.put(base + "/wallets/:id") { request in
@@ -164,6 +168,8 @@ public struct MangopayRoutes: RouteGroup {
                 }
             }
         }
+
+        OwnerAccountRoutes(services: services).register(on: &router)
 
         router.post("/tokenize/:clientId/:id") { await api.tokenize($0) }
         router.add(.options, "/tokenize/:clientId/:id") { api.preflight($0) }

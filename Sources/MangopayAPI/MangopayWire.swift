@@ -14,7 +14,10 @@ enum MangopayWire {
         ])
     }
 
-    static func user(_ user: User) -> MangopayJSON {
+    /// - Parameters:
+    ///   - status: the `UserStatus` when SCA decides it (`PENDING_USER_ACTION` until an OWNER enrolls).
+    ///   - redirectURL: the open SCA session's page, shown as `PendingUserAction.RedirectUrl`.
+    static func user(_ user: User, status: String? = nil, redirectURL: String? = nil) -> MangopayJSON {
         let fields = user.fields
         var members: [(String, MangopayJSON)] = [
             ("Id", .string(user.id)), ("Tag", .text(fields.tag)), ("CreationDate", .int(user.creationDate)),
@@ -22,7 +25,7 @@ enum MangopayWire {
             ("KYCLevel", .string(user.kycLevel)),
             ("TermsAndConditionsAccepted", .bool(fields.termsAndConditionsAccepted ?? false)),
             ("TermsAndConditionsAcceptedDate", .integer(user.termsAndConditionsAcceptedDate)),
-            ("UserCategory", .string(user.userCategory)), ("UserStatus", .string(user.userStatus)),
+            ("UserCategory", .string(user.userCategory)), ("UserStatus", .string(status ?? user.userStatus)),
         ]
         switch user.personType {
         case .natural:
@@ -72,10 +75,13 @@ enum MangopayWire {
         }
         if user.sca {
             // The key's presence is what makes the Python SDK read the answer as an SCA user.
-            members.append(("PendingUserAction", .null))
+            members.append(("PendingUserAction", redirectURL.map(pendingUserAction) ?? .null))
         }
         return .object(members)
     }
+
+    /// `{"RedirectUrl": url}`: where the user completes SCA.
+    static func pendingUserAction(_ url: String) -> MangopayJSON { .object([("RedirectUrl", .string(url))]) }
 
     static func wallet(_ wallet: Wallet) -> MangopayJSON {
         .object([

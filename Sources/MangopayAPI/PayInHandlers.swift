@@ -42,8 +42,19 @@ struct PayInHandlers: Sendable {
 
     func refunds(_ request: Request, clientId: String) async throws -> Response {
         let page = try page(request)
+        var payInId = id(request)
+        if payInId.hasPrefix("wpayin_") {
+            // A web pay-in's refunds are those of the card pay-in made on its page; none before it is paid.
+            let webPayIn = try await WebPayInService(services: services).get(clientId: clientId, id: payInId)
+            guard let linked = webPayIn.payInId else {
+                return MangopayResponse.list(Page<Refund>(items: [], totalItems: 0, totalPages: 0)) {
+                    MangopayWire.refund($0)
+                }
+            }
+            payInId = linked
+        }
         return MangopayResponse.list(
-            try await services.payIns.refunds(clientId: clientId, payInId: id(request), page: page),
+            try await services.payIns.refunds(clientId: clientId, payInId: payInId, page: page),
             render: MangopayWire.refund)
     }
 

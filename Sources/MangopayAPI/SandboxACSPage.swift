@@ -84,7 +84,7 @@ struct SandboxACSPage: Sendable {
                 text: "Too many requests came from your network. Wait \(seconds) seconds and try again."))
     }
 
-    private static func page(status: HTTPStatus, _ html: String) -> Response {
+    static func page(status: HTTPStatus, _ html: String) -> Response {
         var response = Response(status: status, body: Array(html.utf8))
         for (name, value) in pageHeaders { response.headers.set(name, value) }
         return response

@@ -176,7 +176,7 @@ public struct PayInService: Sendable {
         environment.metrics.created(payIn, risk: risk)
         if environment.logger.minimumLevel <= .info {  // no metadata dictionary when the line is not written
             environment.logger.info(
-                purpose == .payIn ? "pay-in created" : "card validation created",
+                purpose.createdLogMessage,
                 [
                     "clientId": .string(clientId), "transactionId": .string(payIn.id), "status": .string(payIn.status),
                     "riskScore": .int(risk.score), "riskDecision": .string(risk.decision.rawValue),

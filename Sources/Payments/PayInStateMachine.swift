@@ -108,6 +108,16 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         case preauthorization
         /// A deposit hold (`/deposit-preauthorizations`), captured in full or not at all.
         case depositPreauthorization
+
+        /// The log line of a creation: names what was created.
+        var createdLogMessage: String {
+            switch self {
+            case .payIn: "pay-in created"
+            case .cardValidation: "card validation created"
+            case .preauthorization: "preauthorization created"
+            case .depositPreauthorization: "deposit preauthorization created"
+            }
+        }
     }
 
     public private(set) var state: State

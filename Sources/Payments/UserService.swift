@@ -44,6 +44,13 @@ public struct UserService: Sendable {
         return user
     }
 
+    /// The users of `clientId`, a page at a time.
+    public func list(clientId: String, page: PageRequest) async throws -> Page<User> {
+        let records = try await environment.store.scanAll(Collections.users, prefix: Identifier.scoped(clientId, ""))
+        return page.slice(
+            try records.map { try RecordCoding.decode(User.self, from: $0) }, creationDate: \.creationDate, id: \.id)
+    }
+
     /// Whether `id` names a user of `clientId`.
     public func exists(clientId: String, id: String) async throws -> Bool {
         // Presence only: no need to decode the user (JSON decoding is most of a registration's CPU).

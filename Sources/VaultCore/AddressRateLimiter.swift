@@ -46,6 +46,16 @@ public enum RateDecision: Equatable, Sendable {
     case limited(retryAfter: Int)
 }
 
+/// A bucket's standing for the `X-RateLimit-*` headers.
+public struct RateStanding: Equatable, Sendable {
+    /// Requests in a full bucket (the limit per minute).
+    public var limit: Int
+    /// Whole requests the bucket holds now.
+    public var remaining: Int
+    /// Unix seconds when the bucket is full again.
+    public var resetsAt: Int64
+}
+
 /// A token bucket per client address (see ``RateLimitKey``: IPv4 exact, IPv6 per /64), `perMinute`
 /// requests in a burst refilled continuously at `perMinute` per minute, in bounded memory.
 ///
@@ -110,6 +120,22 @@ public final class AddressRateLimiter: Sendable {
     public func retryAfter(_ address: String) -> Int {
         if case .limited(let seconds) = check(address) { return seconds }
         return 0
+    }
+
+    /// What is left of `address`'s bucket now, without spending: whole requests remaining and the Unix time
+    /// (seconds, rounded up) at which the bucket is full again.
+    public func standing(_ address: String) -> RateStanding {
+        let key = RateLimitKey(address: address)
+        let now = clock.now.timeIntervalSince1970
+        let burst = Double(perMinute)
+        let tokens = table.withLock { table -> Double in
+            guard let slot = table.index[key] else { return burst }
+            let at = Int(slot)
+            return min(burst, table.tokens[at] + max(0, now - table.updated[at]) * rate)
+        }
+        return RateStanding(
+            limit: perMinute, remaining: Int(tokens.rounded(.down)),
+            resetsAt: Int64((now + (burst - tokens) / rate).rounded(.up)))
     }
 
     /// Keys tracked now (at most ``capacity``).

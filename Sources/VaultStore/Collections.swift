@@ -85,6 +85,9 @@ public enum Collections {
     // MARK: Web card pay-ins (hosted payment page)
     public static let webPayIns = "web-payins"
 
+    // MARK: SCA of OWNER users (OwnerAccounts)
+    public static let scaEnrollments = "sca-enrollments"
+
     /// Every name above, for listings and the uniqueness test.
     public static let all: [String] = [
         clients, bearerTokens, users, wallets, walletsByUser, registrations, cards, cardsByUser, cardsByFingerprint,
@@ -95,5 +98,6 @@ public enum Collections {
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
         preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns, hooks, hooksByEvent, hookSecrets,
         hookFailures, registrationDeadlines, sweeperState, idempotencyDeadlines, bearerTokenDeadlines,
+        scaEnrollments,
     ]
 }
