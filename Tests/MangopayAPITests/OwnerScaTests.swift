@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import OwnerAccounts
 import Testing
+import VaultCore
 
 @testable import MangopayAPI
 @testable import Payments

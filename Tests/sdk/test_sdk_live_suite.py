@@ -96,9 +96,11 @@ def test_official_sdk_live_tests_pass_against_the_daemon(live_daemon):
             if child.tag in ("failure", "error", "skipped"):
                 outcome = child.tag
         outcomes[case.get("classname") + "." + case.get("name")] = outcome
-    passed = [name for name, outcome in outcomes.items() if outcome == "passed"]
-    assert len(passed) >= 40, output
     assert not [name for name, outcome in outcomes.items() if outcome in ("failure", "error")], output
+    # The only skips are the suite's own `@unittest.skip`s; every other test passed.
+    skipped = sorted(name.rsplit(".", 1)[1] for name, outcome in outcomes.items() if outcome == "skipped")
+    assert skipped == ["test_LogoUpload", "test_User_get_block_status", "test_cancel"], skipped
+    assert len([name for name, outcome in outcomes.items() if outcome == "passed"]) >= 50, output
 
     # None hollow: no live request answered 404, 405 or 5xx.
     requests = [json.loads(line) for line in log.read_text().splitlines()]
