@@ -324,6 +324,19 @@ function registerCard(reg, card) {
     },
     function(xhr) { document.getElementById("result").textContent = "tokenization failed " + xhr.status; });
 }
+// A page that completes the way the Checkout SDKs' clients do: a JSON PUT (not a simple request: preflighted).
+function registerCardWithPut(reg, card) {
+  post(reg.cardRegistrationURL, {data: reg.preregistrationData, accessKeyRef: reg.accessKey,
+       cardNumber: card.cardNumber, cardExpirationDate: card.cardExpirationDate, cardCvx: card.cardCvx},
+    function(data) {
+      fetch(reg.baseURL + '/v2.01/' + reg.clientId + '/CardRegistrations/' + reg.Id, {method: "PUT",
+            headers: {"Content-Type": "application/json"}, body: JSON.stringify({RegistrationData: data})})
+        .then(function(answer) { return answer.json(); })
+        .then(function(answer) { document.getElementById("result").textContent = "registered " + answer.CardId; })
+        .catch(function(error) { document.getElementById("result").textContent = "completion failed " + error; });
+    },
+    function(xhr) { document.getElementById("result").textContent = "tokenization failed " + xhr.status; });
+}
 </script></body></html>"""
 
 
@@ -358,10 +371,10 @@ def test_the_js_kit_registers_a_card_from_a_shop_page_of_another_origin():
         merchant = Merchant(daemon)
         user, _ = merchant.shopper()
 
-        def register(number):
+        def register(number, function="registerCard"):
             registration = merchant.registration(user)
             driver.get(shop.origin + "/checkout")
-            driver.execute_script("registerCard(arguments[0], arguments[1])", {
+            driver.execute_script(function + "(arguments[0], arguments[1])", {
                 "Id": registration["Id"], "cardRegistrationURL": registration["CardRegistrationURL"],
                 "preregistrationData": registration["PreregistrationData"], "accessKey": registration["AccessKey"],
                 "baseURL": daemon.base_url, "clientId": daemon.client_id},
@@ -376,6 +389,10 @@ def test_the_js_kit_registers_a_card_from_a_shop_page_of_another_origin():
         stored = merchant.call("GET", "/cardregistrations/" + registration["Id"])
         assert stored["Status"] == "VALIDATED" and stored["CardId"] == card_id
         assert merchant.call("GET", "/cards/" + card_id)["Alias"].endswith(VISA[-4:])
+        # The same from a page that completes with a JSON PUT, as the Checkout SDKs do (a preflighted request).
+        registration, result = register(VISA, "registerCardWithPut")
+        assert result.startswith("registered card"), result
+        assert merchant.call("GET", "/cardregistrations/" + registration["Id"])["Status"] == "VALIDATED"
         # A number the tokenization refuses: the kit posts the errorCode as RegistrationData, which does not prove a
         # tokenization; the page sees the refusal (readable across origins), the registration stays open.
         registration, result = register("4970107111111118")
