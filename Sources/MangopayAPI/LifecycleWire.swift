@@ -36,7 +36,8 @@ extension MangopayWire {
             ("FirstTransactionFees", funds(registration.firstTransactionFees)),
             ("NextTransactionDebitedFunds", registration.nextTransactionDebitedFunds.map(funds) ?? .null),
             ("NextTransactionFees", registration.nextTransactionFees.map(funds) ?? .null),
-            ("Migration", .bool(registration.migration)), ("PaymentType", .string(registration.paymentType ?? "CARD_DIRECT")),
+            ("Migration", .bool(registration.migration)),
+            ("PaymentType", .string(registration.paymentType ?? "CARD_DIRECT")),
         ])
     }
 

@@ -38,7 +38,8 @@ struct PayPalApprovalPage: Sendable {
             return Self.page(.notFound, Self.invalidLink)
         } catch {
             return Self.page(
-                .serviceUnavailable, Self.message("Answer not recorded", "Your answer could not be recorded. Try again."))
+                .serviceUnavailable,
+                Self.message("Answer not recorded", "Your answer could not be recorded. Try again."))
         }
     }
 
@@ -71,7 +72,8 @@ struct PayPalApprovalPage: Sendable {
             """
         let body: String
         if payIn.machine.state.isFinal {
-            let outcome = payIn.machine.state == .succeeded ? "You approved this payment." : "This payment did not go through."
+            let outcome =
+                payIn.machine.state == .succeeded ? "You approved this payment." : "This payment did not go through."
             body = """
                 <h1>PayPal payment \(payIn.machine.state == .succeeded ? "approved" : "not completed")</h1>\
                 <p id="pp-outcome">\(outcome)</p>\(form)<button class="primary" type="submit" name="action" \

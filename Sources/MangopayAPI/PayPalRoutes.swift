@@ -26,7 +26,8 @@ public struct PayPalRoutes: RouteGroup {
                         recurring
                         ? try await payIns.createRecurringPayPalPayIn(clientId: clientId, request: payPal)
                         : try await payIns.createPayPalPayIn(clientId: clientId, request: payPal)
-                    return MangopayResponse.json(MangopayWire.payIn(payIn, redirectURL: payIns.challengeURL(for: payIn)))
+                    return MangopayResponse.json(
+                        MangopayWire.payIn(payIn, redirectURL: payIns.challengeURL(for: payIn)))
                 }
             }
         }

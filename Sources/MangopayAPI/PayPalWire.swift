@@ -46,7 +46,8 @@ extension MangopayWire {
 
     static func lineItem(_ item: PayPalLineItem) -> MangopayJSON {
         .object([
-            ("Name", .text(item.name)), ("Quantity", .integer(item.quantity)), ("UnitAmount", .integer(item.unitAmount)),
+            ("Name", .text(item.name)), ("Quantity", .integer(item.quantity)),
+            ("UnitAmount", .integer(item.unitAmount)),
             ("TaxAmount", .integer(item.taxAmount)), ("Description", .text(item.description)),
             ("Category", .text(item.category)), ("Sku", .text(item.sku)),
         ])
@@ -82,7 +83,8 @@ extension MangopayFields {
             request.details.shipping = party("Shipping")
             request.lineItems = objects("LineItems") { item in
                 PayPalLineItem(
-                    name: item.string("Name"), quantity: item.integer("Quantity"), unitAmount: item.amount("UnitAmount"),
+                    name: item.string("Name"), quantity: item.integer("Quantity"),
+                    unitAmount: item.amount("UnitAmount"),
                     taxAmount: item.amount("TaxAmount"), description: item.string("Description"),
                     category: item.string("Category"), sku: item.string("Sku"))
             }

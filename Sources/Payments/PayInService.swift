@@ -440,7 +440,8 @@ public struct PayInService: Sendable {
     public func challengeURL(for payIn: PayIn) -> String? {
         guard payIn.secureModeNeeded, let secret = payIn.challengeSecret else { return nil }
         if payIn.machine.redirect == .payPalApproval {
-            return environment.configuration.publicBaseURL + "/paypal/checkout/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
+            return environment.configuration.publicBaseURL
+                + "/paypal/checkout/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
         }
         let kind = Self.kind(payIn.machine.purpose)
         return environment.configuration.publicBaseURL + "/acs/\(kind)/\(payIn.clientId)/\(payIn.id)?s=\(secret)"

@@ -105,13 +105,15 @@ extension PayInService {
         Self.checkPayPal(request, debited: request.debitedFunds, returnRequired: true, &rules)
         try rules.check()
         guard let author = try await users.read(clientId: clientId, id: request.authorId!)?.value else {
-            throw PaymentsError.invalid("AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
+            throw PaymentsError.invalid(
+                "AuthorId", "The user \(Identifier.printable(request.authorId!)) does not exist.")
         }
         guard let wallet = try await wallets.read(clientId: clientId, id: request.creditedWalletId!)?.value else {
             throw PaymentsError.invalid(
                 "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
         }
-        rules.credit(of: wallet, debited: request.debitedFunds!, fees: request.fees!, creditedUserId: request.creditedUserId)
+        rules.credit(
+            of: wallet, debited: request.debitedFunds!, fees: request.fees!, creditedUserId: request.creditedUserId)
         try rules.check()
         let linked = try payPalLinked(
             .payPal, request, author: author, wallet: wallet, debited: request.debitedFunds!, fees: request.fees!)
@@ -145,7 +147,9 @@ extension PayInService {
                 registration.machine.state == .inProgress ? .merchant : .customer
             let (defaultDebited, defaultFees) = registration.defaultFunds()
             let debited = request.debitedFunds ?? defaultDebited
-            let fees = request.fees ?? (request.debitedFunds == nil ? defaultFees : Funds(currency: debited.currency, amount: 0))
+            let fees =
+                request.fees
+                ?? (request.debitedFunds == nil ? defaultFees : Funds(currency: debited.currency, amount: 0))
             var rules = FieldRules()
             Self.checkPayPal(request, debited: debited, returnRequired: initiator == .customer, &rules)
             if debited.currency != registration.firstTransactionDebitedFunds.currency {
@@ -216,7 +220,8 @@ extension PayInService {
                 rules.fail(field, "The \(field) must be an absolute http or https URL.")
             }
         }
-        rules.oneOf(request.shippingPreference, ["SET_PROVIDED_ADDRESS", "GET_FROM_FILE", "NO_SHIPPING"], "ShippingPreference")
+        rules.oneOf(
+            request.shippingPreference, ["SET_PROVIDED_ADDRESS", "GET_FROM_FILE", "NO_SHIPPING"], "ShippingPreference")
         rules.length(request.reference, "Reference", maximum: 127)
         rules.length(request.recipientName, "ShippingAddress.RecipientName")
         rules.length(request.details.tag, "Tag")
@@ -278,14 +283,18 @@ extension PayInService {
         details.secureModeReturnURL = request.returnURL
         let key = try environment.fingerprintKeys.fingerprintKey(forClient: author.clientId)
         let fingerprint =
-            "p" + Identifier.hex(HMACSHA256.authenticationCode(for: Array(("PAYPAL:" + author.id).utf8), using: key).prefix(15))
+            "p"
+            + Identifier.hex(
+                HMACSHA256.authenticationCode(for: Array(("PAYPAL:" + author.id).utf8), using: key).prefix(15))
         let merchantInitiated = kind == .payPalRecurringMerchantInitiated
         let refused = debited.amount % 100 == Self.payPalRefusedCents
         var linked = LinkedPayIn(
-            kind: kind, card: nil, wallet: wallet, authorId: author.id, creditedUserId: wallet.ownerId, debited: debited,
+            kind: kind, card: nil, wallet: wallet, authorId: author.id, creditedUserId: wallet.ownerId,
+            debited: debited,
             fees: fees, request: details, recurringRegistrationId: nil, walletNetwork: nil, walletTransactionId: nil,
             fingerprint: fingerprint,
-            cardInfo: CardInfo(bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "PAYPAL", subType: nil)
+            cardInfo: CardInfo(
+                bin: "", issuingBank: nil, issuerCountryCode: nil, type: nil, brand: "PAYPAL", subType: nil)
         ) { risk, deadline in
             if risk.decision == .block { return .decline(.blockedByFraudPolicy) }
             if refused { return .decline(ResultCode.known["101199"]!) }

@@ -168,7 +168,8 @@ import VaultStore
         registrationRequest.firstTransactionFees = Funds(currency: "EUR", amount: 0)
         registrationRequest.nextTransactionDebitedFunds = Funds(currency: "EUR", amount: 500)
         registrationRequest.nextTransactionFees = Funds(currency: "EUR", amount: 0)
-        let registration = try await f.payIns.createRecurringRegistration(clientId: "shop", request: registrationRequest)
+        let registration = try await f.payIns.createRecurringRegistration(
+            clientId: "shop", request: registrationRequest)
         #expect(registration.paymentType == "PAYPAL" && registration.cardId.isEmpty)
 
         var cit = request(f, items: [Self.item(1000)])
