@@ -6,6 +6,9 @@ public import Payments
 public struct PayPalRoutes: RouteGroup {
     public let services: MerchantServices
 
+    /// The three calls that create a PayPal pay-in.
+    private enum Call { case oneOff, legacy, recurring }
+
     public init(services: MerchantServices) {
         self.services = services
     }
@@ -13,17 +16,17 @@ public struct PayPalRoutes: RouteGroup {
     public func register(on router: inout Router) {
         let api = MangopayHandlers(services: services, checkoutOrigins: [])
         let payIns = services.payIns
-        for (path, legacy, recurring) in [
-            ("/payins/payment-methods/paypal", false, false), ("/payins/paypal/web", true, false),
-            ("/payins/payment-methods/paypal/recurring", false, true),
+        for (path, call) in [
+            ("/payins/payment-methods/paypal", Call.oneOff), ("/payins/paypal/web", .legacy),
+            ("/payins/payment-methods/paypal/recurring", .recurring),
         ] {
             router.post("/v2.01/:clientId" + path) { request in
                 await api.authorized(request, idempotent: true) { clientId in
                     var body = try MangopayFields(body: request.body)
-                    let payPal = body.payPalPayInRequest(legacy: legacy)
+                    let payPal = body.payPalPayInRequest(legacy: call == .legacy)
                     try body.check()
                     let payIn =
-                        recurring
+                        call == .recurring
                         ? try await payIns.createRecurringPayPalPayIn(clientId: clientId, request: payPal)
                         : try await payIns.createPayPalPayIn(clientId: clientId, request: payPal)
                     return MangopayResponse.json(
