@@ -524,7 +524,7 @@ public struct PayInService: Sendable {
             do {
                 let payIn = try await transition(
                     clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
-                if payIn.result == .authenticationExpired { expired += 1 }
+                if payIn.result == payIn.machine.redirect.expired { expired += 1 }
             } catch let error as PaymentsError where error.code == .notFound {
                 _ = try? await environment.store.commit(
                     [.delete(collection: Self.awaiting, id: entry.id, condition: .unconditional)])
