@@ -73,6 +73,7 @@ public enum MerchantAssembly {
                 openAPIDocument: MangopayRoutes.loadOpenAPIDocument()),
             PayInRoutes(services: services),
             LifecycleRoutes(services: services),
+            PayPalRoutes(services: services),
             PreauthorizationRoutes(services: services),
             WebPayInRoutes(services: services),
             WebPayInPageRoutes(services: services),

@@ -23,7 +23,8 @@ extension MangopayWire {
             ),
             ("RecurringType", .string(registration.recurringType)),
             ("TotalAmount", .null), ("CycleNumber", .int(Int64(registration.machine.payInsLinked))),
-            ("AuthorId", .string(registration.authorId)), ("CardId", .string(registration.cardId)),
+            ("AuthorId", .string(registration.authorId)),
+            ("CardId", .text(registration.cardId.isEmpty ? nil : registration.cardId)),
             ("CreditedUserId", .string(registration.creditedUserId)),
             ("CreditedWalletId", .string(registration.creditedWalletId)),
             ("Billing", party(registration.billing)), ("Shipping", party(registration.shipping)),
@@ -35,7 +36,8 @@ extension MangopayWire {
             ("FirstTransactionFees", funds(registration.firstTransactionFees)),
             ("NextTransactionDebitedFunds", registration.nextTransactionDebitedFunds.map(funds) ?? .null),
             ("NextTransactionFees", registration.nextTransactionFees.map(funds) ?? .null),
-            ("Migration", .bool(registration.migration)), ("PaymentType", .string("CARD_DIRECT")),
+            ("Migration", .bool(registration.migration)),
+            ("PaymentType", .string(registration.paymentType ?? "CARD_DIRECT")),
         ])
     }
 

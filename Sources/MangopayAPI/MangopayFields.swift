@@ -143,6 +143,26 @@ struct MangopayFields {
         return result
     }
 
+    /// A list of objects, each read by `read` with paths `key[index].` (`LineItems[0].Quantity`).
+    mutating func objects<T>(_ key: String, _ read: (inout MangopayFields) -> T) -> [T]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let items) = value else {
+            wrongType(key, "an array of objects was expected")
+            return nil
+        }
+        var result: [T] = []
+        for (index, item) in items.enumerated() {
+            guard case .object = item else {
+                wrongType(key + "[\(index)]", "an object was expected")
+                continue
+            }
+            var nested = MangopayFields(object: item, prefix: prefix + key + "[\(index)].")
+            result.append(read(&nested))
+            for (path, problem) in nested.errors where errors[path] == nil { errors[path] = problem }
+        }
+        return result
+    }
+
     /// A postal address object.
     mutating func address(_ key: String) -> Address? {
         object(key) { fields in

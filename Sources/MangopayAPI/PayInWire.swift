@@ -72,7 +72,8 @@ extension MangopayWire {
     }
 
     static func payIn(_ payIn: PayIn, redirectURL: String?) -> MangopayJSON {
-        adjusted(payIn, directPayIn(payIn, redirectURL: redirectURL))
+        if let order = payIn.payPal { return payPalPayIn(payIn, order: order, redirectURL: redirectURL) }
+        return adjusted(payIn, directPayIn(payIn, redirectURL: redirectURL))
     }
 
     private static func directPayIn(_ payIn: PayIn, redirectURL: String?) -> MangopayJSON {

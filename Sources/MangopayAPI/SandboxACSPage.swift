@@ -11,7 +11,7 @@ struct SandboxACSPage: Sendable {
 
     /// Headers of every page: no caching, no referrer (the link carries its secret), no framing by others,
     /// no scripts.
-    private static let pageHeaders: [(String, String)] = [
+    static let pageHeaders: [(String, String)] = [
         ("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store"), ("Referrer-Policy", "no-referrer"),
         // frame-ancestors 'none' (and X-Frame-Options for older browsers): no other site can frame the
         // challenge page to capture the shopper's one-time code or click through it for them.

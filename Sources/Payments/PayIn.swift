@@ -172,6 +172,8 @@ public struct PayIn: Sendable, Equatable, Codable {
     public var capturedFrom: CaptureSource? = nil
     /// What the ACS page shows (amount, merchant, language) when the flow that started it said more.
     public var challengeDisplay: ChallengeDisplay? = nil
+    /// For a PayPal pay-in (``PayInKind/isPayPal``): its order, URLs and buyer.
+    public var payPal: PayPalOrder? = nil
 
     /// `DebitedFunds - Fees`.
     public var creditedFunds: Funds {

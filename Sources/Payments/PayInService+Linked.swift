@@ -23,6 +23,8 @@ struct LinkedPayIn: Sendable {
     /// The risk history's card key: the card's fingerprint, or a keyed hash of the wallet token's transaction id.
     var fingerprint: String
     var cardInfo: CardInfo
+    /// A PayPal pay-in's order: the pay-in then awaits the buyer's approval instead of 3-D Secure.
+    var payPal: PayPalOrder? = nil
     /// How the pay-in is authorized, from the risk verdict and the challenge deadline.
     var decide: @Sendable (RiskAssessment, Date) -> PayInStateMachine.Authorization
 }
@@ -58,7 +60,9 @@ extension PayInService {
 
         var payIn = PayIn(
             id: Identifier.make("payin_", random: environment.random), clientId: clientId,
-            machine: PayInStateMachine(purpose: .payIn), authorId: linked.authorId,
+            machine: PayInStateMachine(
+                purpose: .payIn, redirect: linked.payPal == nil ? .threeDSecure : .payPalApproval),
+            authorId: linked.authorId,
             creditedUserId: linked.creditedUserId, creditedWalletId: linked.wallet.id, debitedFunds: linked.debited,
             fees: linked.fees, cardId: linked.card?.id ?? "", cardInfo: linked.cardInfo, secureMode: secureMode,
             secureModeReturnURL: request.secureModeReturnURL ?? "", secureModeNeeded: false, challengeSecret: nil,
@@ -70,6 +74,7 @@ extension PayInService {
             fingerprint: linked.fingerprint, deviceId: deviceId, creationDate: now, executionDate: nil, refunded: 0,
             refundedFees: nil, kind: linked.kind.rawValue, recurringRegistrationId: linked.recurringRegistrationId,
             walletNetwork: linked.walletNetwork, walletTransactionId: linked.walletTransactionId)
+        payIn.payPal = linked.payPal
         let outcome: PayInStateMachine.Outcome
         do {
             outcome = try payIn.machine.handle(.authorize(authorization))
@@ -122,7 +127,7 @@ extension PayInService {
         {
             var registration = stored.value
             let initiator: RecurringRegistrationStateMachine.Initiator =
-                payIn.payInKind == .recurringMerchantInitiated ? .merchant : .customer
+                payIn.payInKind?.isMerchantInitiated == true ? .merchant : .customer
             writes += try await registrationWrites(
                 &registration, version: stored.version, for: payIn, initiator: initiator)
         }

@@ -36,10 +36,11 @@ extension PayInService {
         clientId: String, request: RecurringRegistrationRequest
     ) async throws -> RecurringRegistration {
         var rules = FieldRules()
+        let isPayPal = request.paymentType == "PAYPAL"
+        if !isPayPal { rules.required(request.cardId, "CardId", maximum: 100) }
         rules.required(request.authorId, "AuthorId", maximum: 100)
-        rules.required(request.cardId, "CardId", maximum: 100)
         rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
-        rules.oneOf(request.paymentType, ["CARD_DIRECT"], "PaymentType")
+        rules.oneOf(request.paymentType, ["CARD_DIRECT", "PAYPAL"], "PaymentType")
         rules.oneOf(request.frequency, RecurringRegistration.frequencies, "Frequency")
         rules.length(request.tag, "Tag")
         rules.funds(request.firstTransactionDebitedFunds, "FirstTransactionDebitedFunds", allowZero: false)
@@ -61,7 +62,8 @@ extension PayInService {
         if let shipping = request.shipping?.address { shipping.validate(&rules, prefix: "Shipping.Address") }
         try rules.check()
 
-        guard let card = try await cards.read(clientId: clientId, id: request.cardId!)?.value else {
+        let card = isPayPal ? nil : try await cards.read(clientId: clientId, id: request.cardId!)?.value
+        if !isPayPal, card == nil {
             throw PaymentsError.invalid("CardId", "The card \(Identifier.printable(request.cardId!)) does not exist.")
         }
         guard try await users.exists(clientId: clientId, id: request.authorId!) else {
@@ -72,8 +74,8 @@ extension PayInService {
             throw PaymentsError.invalid(
                 "CreditedWalletId", "The wallet \(Identifier.printable(request.creditedWalletId!)) does not exist.")
         }
-        if !card.active { rules.fail("CardId", "The card is not active.") }
-        if card.userId != request.authorId { rules.fail("CardId", "The card does not belong to the author.") }
+        if let card, !card.active { rules.fail("CardId", "The card is not active.") }
+        if let card, card.userId != request.authorId { rules.fail("CardId", "The card does not belong to the author.") }
         if let credited = request.creditedUserId, credited != wallet.ownerId {
             rules.fail("CreditedUserId", "The CreditedUserId must be the owner of the credited wallet.")
         }
@@ -99,9 +101,9 @@ extension PayInService {
         }
         try rules.check()
 
-        let registration = RecurringRegistration(
+        var registration = RecurringRegistration(
             id: Identifier.make("recurr_", random: environment.random), clientId: clientId,
-            machine: RecurringRegistrationStateMachine(), authorId: card.userId, cardId: card.id,
+            machine: RecurringRegistrationStateMachine(), authorId: request.authorId!, cardId: card?.id ?? "",
             creditedUserId: wallet.ownerId, creditedWalletId: wallet.id,
             firstTransactionDebitedFunds: request.firstTransactionDebitedFunds!,
             firstTransactionFees: request.firstTransactionFees!,
@@ -111,6 +113,7 @@ extension PayInService {
             fractionedPayment: request.fractionedPayment ?? false, migration: request.migration ?? false,
             freeCycles: request.freeCycles ?? 0, tag: request.tag, creationDate: now, result: nil,
             cumulatedDebitedAmount: 0, cumulatedFeesAmount: 0, lastPayInId: nil)
+        registration.paymentType = isPayPal ? "PAYPAL" : nil
         var writes: [RecordWrite] = [
             .put(
                 collection: Collections.recurringRegistrations, id: Identifier.scoped(clientId, registration.id),
@@ -263,6 +266,11 @@ extension PayInService {
             var registration = found.value
             if let end = registration.endDate, end <= environment.nowSeconds, registration.machine.state != .ended {
                 throw PaymentsError.invalid("RecurringPayinRegistrationId", "The recurring registration has ended.")
+            }
+            if registration.paymentType == "PAYPAL" {
+                throw PaymentsError.invalid(
+                    "RecurringPayinRegistrationId",
+                    "The registration is a PayPal one: use /payins/payment-methods/paypal/recurring.")
             }
             let (defaultDebited, defaultFees) = registration.defaultFunds()
             let debited = request.debitedFunds ?? defaultDebited

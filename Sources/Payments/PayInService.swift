@@ -439,6 +439,10 @@ public struct PayInService: Sendable {
     /// The link to the sandbox ACS page for a pending challenge.
     public func challengeURL(for payIn: PayIn) -> String? {
         guard payIn.secureModeNeeded, let secret = payIn.challengeSecret else { return nil }
+        if payIn.machine.redirect == .payPalApproval {
+            return environment.configuration.publicBaseURL
+                + "/paypal/checkout/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
+        }
         let kind = Self.kind(payIn.machine.purpose)
         return environment.configuration.publicBaseURL + "/acs/\(kind)/\(payIn.clientId)/\(payIn.id)?s=\(secret)"
     }
@@ -446,7 +450,8 @@ public struct PayInService: Sendable {
     /// The pay-in behind an ACS link, after checking its secret in constant time.
     /// - Throws: ``PaymentsError`` `.notFound` for an unknown transaction or a wrong secret (the same answer).
     public func challenge(kind: String, clientId: String, id: String, secret: String) async throws -> ChallengeView {
-        let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
+        let payIn = try await authenticatedChallenge(
+            kind: kind, clientId: clientId, id: id, secret: secret, redirect: .threeDSecure)
         let alias =
             try await cards.read(clientId: clientId, id: payIn.cardId)?.value.alias ?? payIn.cardInfo.bin + "XXXXXX"
         return ChallengeView(
@@ -456,11 +461,12 @@ public struct PayInService: Sendable {
             isCardValidation: payIn.machine.purpose == .cardValidation)
     }
 
-    private func authenticatedChallenge(
-        kind: String, clientId: String, id: String, secret: String
+    func authenticatedChallenge(
+        kind: String, clientId: String, id: String, secret: String, redirect: PayInStateMachine.Redirect
     ) async throws -> PayIn {
         guard let purpose = Self.purpose(kind: kind), Identifier.isWellFormed(clientId),
             let payIn = try await read(clientId: clientId, id: id, purpose: purpose),
+            payIn.value.machine.redirect == redirect,
             let expected = payIn.value.challengeSecret, ConstantTime.equals(Array(expected.utf8), Array(secret.utf8))
         else { throw PaymentsError(.notFound, "This authentication link is not valid") }
         return payIn.value
@@ -478,7 +484,8 @@ public struct PayInService: Sendable {
     ) async throws
         -> (PayIn, String)
     {
-        let payIn = try await authenticatedChallenge(kind: kind, clientId: clientId, id: id, secret: secret)
+        let payIn = try await authenticatedChallenge(
+            kind: kind, clientId: clientId, id: id, secret: secret, redirect: .threeDSecure)
         let now = environment.clock.now
         let event: PayInStateMachine.Event =
             code.map {
@@ -517,7 +524,7 @@ public struct PayInService: Sendable {
             do {
                 let payIn = try await transition(
                     clientId: parts[1], id: parts[2], purpose: purpose, event: .expire(now: now))
-                if payIn.result == .authenticationExpired { expired += 1 }
+                if payIn.result == payIn.machine.redirect.expired { expired += 1 }
             } catch let error as PaymentsError where error.code == .notFound {
                 _ = try? await environment.store.commit(
                     [.delete(collection: Self.awaiting, id: entry.id, condition: .unconditional)])
@@ -536,7 +543,7 @@ public struct PayInService: Sendable {
 
     /// Applies `event` to the stored transaction, retrying on concurrent changes; exactly one caller sees the
     /// transition, every caller gets the final stored state.
-    private func transition(
+    func transition(
         clientId: String, id: String, purpose: PayInStateMachine.Purpose, event: PayInStateMachine.Event
     )
         async throws -> PayIn

@@ -8,9 +8,12 @@ public import Foundation
 ///        │    ──authorize(decline/block)──► failed(code)
 ///        └────authorize(challenge)──► awaitingChallenge(expiresAt)
 ///                                       ├─ challengeCompleted(passed) ──► succeeded (000000)
-///                                       ├─ challengeCompleted(failed) / cancelled ──► failed (101301)
+///                                       ├─ challengeCompleted(failed) / cancelled ──► failed (refused)
 ///                                       └─ expire(now ≥ expiresAt), or any completion after it
-///                                          ──► failed (101304)
+///                                          ──► failed (expired)
+///
+/// The redirect step is the 3-D Secure challenge (refused 101301, expired 101304) or, for a PayPal pay-in, the
+/// buyer's approval (cancelled 001031, expired 001034): one flow, the step's ``Redirect`` names its results.
 ///
 /// Events on a final state change nothing and repeat the final answer (`.alreadyFinal`), so a
 /// replayed return or a second completion yields exactly one transition.
@@ -120,12 +123,36 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
         }
     }
 
+    /// Where the shopper is sent while the transaction awaits them, and what a failure there reports.
+    public enum Redirect: String, Sendable, Equatable, Codable, CaseIterable {
+        /// The sandbox ACS page: 3-D Secure's one-time code.
+        case threeDSecure
+        /// The sandbox PayPal approval page: the buyer approves or cancels.
+        case payPalApproval
+
+        /// The result of a completion that failed, or of a cancel, in time.
+        public var refused: ResultCode {
+            self == .threeDSecure ? .authenticationFailed : .payPalCancelled
+        }
+
+        /// The result of a step left unanswered past its deadline.
+        public var expired: ResultCode {
+            self == .threeDSecure ? .authenticationExpired : .payPalExpired
+        }
+    }
+
     public private(set) var state: State
     public let purpose: Purpose
+    /// Nil for 3-D Secure (and in records written before PayPal).
+    private var redirectStep: Redirect?
 
-    public init(purpose: Purpose, state: State = .created) {
+    /// The transaction's redirect step.
+    public var redirect: Redirect { redirectStep ?? .threeDSecure }
+
+    public init(purpose: Purpose, state: State = .created, redirect: Redirect = .threeDSecure) {
         self.purpose = purpose
         self.state = state
+        self.redirectStep = redirect == .threeDSecure ? nil : redirect
     }
 
     /// Applies `event`; returns what to do, or throws ``Refusal`` for an illegal event.
@@ -141,12 +168,12 @@ public struct PayInStateMachine: Sendable, Equatable, Codable {
             return .transitioned([.persist, .presentChallenge])
         case (.awaitingChallenge(let expiresAt), .challengeCompleted(let passed, let at)):
             // A completion that arrives after the deadline cannot succeed: the session expired.
-            if at >= expiresAt { return fail(.authenticationExpired) }
-            return passed ? succeed() : fail(.authenticationFailed)
+            if at >= expiresAt { return fail(redirect.expired) }
+            return passed ? succeed() : fail(redirect.refused)
         case (.awaitingChallenge(let expiresAt), .challengeCancelled(let at)):
-            return fail(at >= expiresAt ? .authenticationExpired : .authenticationFailed)
+            return fail(at >= expiresAt ? redirect.expired : redirect.refused)
         case (.awaitingChallenge(let expiresAt), .expire(let now)):
-            return now >= expiresAt ? fail(.authenticationExpired) : .unchanged
+            return now >= expiresAt ? fail(redirect.expired) : .unchanged
         case (.created, .expire):
             return .unchanged
         default:

@@ -221,9 +221,11 @@ extension RiskAssessment: BinaryFields {
 
 extension PayInStateMachine: BinaryFields {
     // State: tag 2 is the case (0 created, 1 awaiting challenge, 2 succeeded, 3 failed); tag 3 the challenge
-    // deadline (the bits of its time interval since 2001, exact); tag 4 the failure's result.
+    // deadline (the bits of its time interval since 2001, exact); tag 4 the failure's result; tag 5 the redirect
+    // step when it is not 3-D Secure.
     public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, purpose.rawValue)
+        if redirect != .threeDSecure { writer.string(5, redirect.rawValue) }
         switch state {
         case .created:
             writer.unsigned(2, 0)
@@ -243,9 +245,11 @@ extension PayInStateMachine: BinaryFields {
         var stateCase: UInt64?
         var expiresAt: Date?
         var result: ResultCode?
+        var redirect = Redirect.threeDSecure
         while let tag = try reader.next() {
             switch tag {
             case 1: purpose = try rawValue(Purpose.self, try reader.string(), "purpose")
+            case 5: redirect = try rawValue(Redirect.self, try reader.string(), "redirect")
             case 2: stateCase = try reader.unsigned()
             case 3: expiresAt = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.unsigned()))
             case 4: result = try reader.record(ResultCode.self)
@@ -260,7 +264,7 @@ extension PayInStateMachine: BinaryFields {
         case 3: state = .failed(try required(result, "result"))
         default: throw BinaryRecordError("field state holds an unknown value")
         }
-        self.init(purpose: try required(purpose, "purpose"), state: state)
+        self.init(purpose: try required(purpose, "purpose"), state: state, redirect: redirect)
     }
 }
 
@@ -277,7 +281,7 @@ extension PayIn: BinaryRecord {
     // 15 ipAddress, 16 browserInfo, 17 statementDescriptor, 18 tag, 19 billing, 20 shipping, 21 culture,
     // 22 profilingAttemptReference, 23 preferredCardNetwork, 24 paymentCategory, 25 risk, 26 fingerprint,
     // 27 deviceId, 28 creationDate, 29 executionDate, 30 refunded, 31 refundedFees, 32 hold, 33 capturedFrom;
-    // 34-37: recurring and wallet pay-ins (PayInKind); 38: what the ACS page shows.
+    // 34-37: recurring and wallet pay-ins (PayInKind); 38: what the ACS page shows; 39: a PayPal pay-in's order.
     public func encode(to writer: inout BinaryRecordWriter) {
         writer.string(1, id)
         writer.string(2, clientId)
@@ -317,6 +321,7 @@ extension PayIn: BinaryRecord {
         writer.string(36, walletNetwork)
         writer.string(37, walletTransactionId)
         writer.record(38, challengeDisplay)
+        writer.record(39, payPal)
     }
 
     public init(from reader: inout BinaryRecordReader) throws {
@@ -372,6 +377,7 @@ extension PayIn: BinaryRecord {
             case 36: walletNetwork = try reader.string()
             case 37: walletTransactionId = try reader.string()
             case 38: challengeDisplay = try reader.record(ChallengeDisplay.self)
+            case 39: payPal = try reader.record(PayPalOrder.self)
             default: try reader.skip()
             }
         }

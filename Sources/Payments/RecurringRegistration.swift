@@ -8,6 +8,12 @@ public enum PayInKind: String, Sendable, Codable, CaseIterable {
     case applePay = "APPLEPAY"
     /// A Google Pay direct pay-in (`/payins/payment-methods/googlepay`, and the older `/payins/googlepay/direct`).
     case googlePay = "GOOGLE_PAY"
+    /// A PayPal pay-in (`/payins/payment-methods/paypal`, and the older `/payins/paypal/web`).
+    case payPal = "PAYPAL"
+    /// A recurring PayPal pay-in the buyer approves (a `PAYPAL` registration's first, until one succeeded).
+    case payPalRecurringCustomerInitiated = "PAYPAL_RECURRING_CIT"
+    /// A recurring PayPal pay-in without the buyer, once a CIT succeeded.
+    case payPalRecurringMerchantInitiated = "PAYPAL_RECURRING_MIT"
 
     /// The wire's `PaymentType`.
     public var paymentType: String {
@@ -15,7 +21,16 @@ public enum PayInKind: String, Sendable, Codable, CaseIterable {
         case .recurringCustomerInitiated, .recurringMerchantInitiated: "CARD"
         case .applePay: "APPLEPAY"
         case .googlePay: "GOOGLE_PAY"
+        case .payPal, .payPalRecurringCustomerInitiated, .payPalRecurringMerchantInitiated: "PAYPAL"
         }
+    }
+
+    /// Whether the buyer pays with PayPal (and approves on the approval page, but for an MIT).
+    public var isPayPal: Bool { paymentType == "PAYPAL" }
+
+    /// A recurring pay-in made without the shopper.
+    public var isMerchantInitiated: Bool {
+        self == .recurringMerchantInitiated || self == .payPalRecurringMerchantInitiated
     }
 
     /// Whether a card of the vault pays (recurring pay-ins), rather than a wallet token.
@@ -76,6 +91,8 @@ public struct RecurringRegistration: Sendable, Equatable, Codable {
     public var freeCycles: Int64
     public var tag: String?
     public var creationDate: Int64
+    /// `PAYPAL` for a PayPal registration (no card); nil for a card's (`CARD_DIRECT`).
+    public var paymentType: String? = nil
     /// The result of the latest linked pay-in that failed, shown while the registration needs authentication.
     public var result: ResultCode?
     /// Totals of the linked pay-ins that succeeded, in minor units of the registration's currency.

@@ -15,6 +15,9 @@ extension ResultCode {
     public static let cardExpired = ResultCode(code: "101105", message: "The card has expired")
     public static let fraudSuspectedByBank = ResultCode(
         code: "008006", message: "Fraud suspected by the bank")
+    public static let payPalCancelled = ResultCode(code: "001031", message: "User canceled the payment")
+    public static let payPalExpired = ResultCode(
+        code: "001034", message: "User has let the payment session expire without paying")
     public static let insufficientBalance = ResultCode(code: "001001", message: "Unsufficient wallet balance")
     public static let refundedFeesAboveInitialFees = ResultCode(
         code: "005404", message: "The refunded fees cannot exceed initial fee amount")
@@ -23,7 +26,8 @@ extension ResultCode {
     public static let known: [String: ResultCode] = Dictionary(
         uniqueKeysWithValues: [
             success, authenticationFailed, authenticationExpired, authenticationUnavailable, blockedByFraudPolicy,
-            doNotHonor, cardInactive, cardExpired, fraudSuspectedByBank, insufficientBalance,
+            doNotHonor, cardInactive, cardExpired, fraudSuspectedByBank, insufficientBalance, payPalCancelled,
+            payPalExpired,
             ResultCode(code: "101102", message: "Transaction refused by the bank (Amount limit)"),
             ResultCode(code: "101104", message: "Transaction refused by the bank (card limit reached)"),
             ResultCode(code: "101199", message: "Transaction refused"),

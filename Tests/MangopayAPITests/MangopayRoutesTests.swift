@@ -29,6 +29,7 @@ struct MangopayHarness {
             .register(on: &router)
         PayInRoutes(services: services).register(on: &router)
         PreauthorizationRoutes(services: services).register(on: &router)
+        PayPalRoutes(services: services).register(on: &router)
         var harness = MangopayHarness(clock: clock, services: services, router: router)
         let credentials = try await services.clients.create(name: "shop")
         harness.clientId = credentials.clientId
