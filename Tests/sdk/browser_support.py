@@ -102,16 +102,18 @@ def screenshot(driver, name, full_page=False):
 
 
 class Merchant(http.server.ThreadingHTTPServer):
-    """The merchant's site: records every request path and answers with a small page."""
+    """The merchant's site, on an origin of its own: records every request path and answers with a small page (or
+    `page`, the shop's own HTML)."""
 
-    def __init__(self):
+    def __init__(self, page=None):
         self.callbacks = []
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802
                 outer.callbacks.append(self.path)
-                body = b"<!DOCTYPE html><html lang='en'><title>Merchant</title><h1>Back at the merchant</h1></html>"
+                body = page.encode() if page else \
+                    b"<!DOCTYPE html><html lang='en'><title>Merchant</title><h1>Back at the merchant</h1></html>"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))

@@ -13,10 +13,8 @@
 
 And what keeps the anonymous completion safe: only the data the registration's tokenization answered completes it,
 once, within its lifetime; everything else gets one refusal that says nothing about the card."""
-import http.server
 import json
 import random
-import threading
 import time
 import urllib.parse
 import uuid
@@ -340,32 +338,11 @@ function registerCardWithPut(reg, card) {
 </script></body></html>"""
 
 
-class Shop(http.server.ThreadingHTTPServer):
-    """A shop on its own origin serving the page above."""
-
-    def __init__(self):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                body = SHOP_PAGE.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.origin = "http://127.0.0.1:%d" % self.server_address[1]
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-
 def test_the_js_kit_registers_a_card_from_a_shop_page_of_another_origin():
-    from browser_support import chrome
+    from browser_support import Merchant as Shop, chrome
     from selenium.webdriver.support.ui import WebDriverWait
-    shop = Shop()
-    daemon = Daemon(extra_env={"CARDVAULT_CHECKOUT_ORIGINS": shop.origin})
+    shop = Shop(page=SHOP_PAGE)
+    daemon = Daemon(extra_env={"CARDVAULT_CHECKOUT_ORIGINS": shop.base})
     driver = chrome()
     try:
         merchant = Merchant(daemon)
@@ -373,7 +350,7 @@ def test_the_js_kit_registers_a_card_from_a_shop_page_of_another_origin():
 
         def register(number, function="registerCard"):
             registration = merchant.registration(user)
-            driver.get(shop.origin + "/checkout")
+            driver.get(shop.base + "/checkout")
             driver.execute_script(function + "(arguments[0], arguments[1])", {
                 "Id": registration["Id"], "cardRegistrationURL": registration["CardRegistrationURL"],
                 "preregistrationData": registration["PreregistrationData"], "accessKey": registration["AccessKey"],
