@@ -80,10 +80,13 @@ let package = Package(
         library("Hooks", ["OutboundHTTP", "Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
         // The Mangopay Account of OWNER users: SCA enrollment and wallet access, company number formats.
         library("OwnerAccounts", ["Payments", "VaultStore", "VaultCrypto", "VaultCore"]),
+        // Bank accounts (IBAN), bank-wire pay-outs and the client's own wallets.
+        library("Payouts", ["Payments", "CardKit", "VaultStore", "VaultCore"]),
         library(
             "MangopayAPI",
             [
-                "Payments", "OwnerAccounts", "Risk", "BusinessMetrics", "Forward", "Hooks", "CardKit", "HTTPServer",
+                "Payments", "OwnerAccounts", "Payouts", "Risk", "BusinessMetrics", "Forward", "Hooks", "CardKit",
+                "HTTPServer",
                 "VaultCore",
             ]),
         library("MasterpassAPI", ["Checkout", "Payments", "CardKit", "HTTPServer", "VaultCore"]),
@@ -91,7 +94,8 @@ let package = Package(
         library(
             "CardVaultApp",
             [
-                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "OwnerAccounts", "Risk", "BusinessMetrics",
+                "Configuration", "MangopayAPI", "MasterpassAPI", "Payments", "OwnerAccounts", "Payouts", "Risk",
+                "BusinessMetrics",
                 "Checkout", "Forward", "Hooks",
                 "OutboundHTTP", "AdminChannel", "HTTPServer", "VaultStore", "VaultCrypto", "CardKit", "VaultCore",
             ]),
@@ -136,6 +140,7 @@ let package = Package(
                 "MangopayAPI", "OwnerAccounts", "Payments", "HTTPServer", "VaultStore", "VaultCrypto", "VaultCore",
                 "CardVaultTesting",
             ]),
+        tests("PayoutsTests", ["Payouts", "Payments", "VaultStore", "VaultCore", "CardVaultTesting"]),
         tests("MasterpassAPITests", ["MasterpassAPI", "Checkout", "HTTPServer", "CardKit"]),
         tests("ConfigurationTests", ["Configuration", "HTTPServer", "VaultCore"]),
         tests("OutboundHTTPTests", ["OutboundHTTP"]),

@@ -4,6 +4,7 @@ public import HTTPServer
 import Hooks
 import OwnerAccounts
 public import Payments
+import Payouts
 public import VaultCore
 import VaultStore
 
@@ -45,7 +46,7 @@ public enum BackgroundServices {
     static func recordLifetimes(services: MerchantServices, checkout: CheckoutService) -> [RecordLifetime] {
         let recordIds = try? services.environment.recordIds
         return services.recordLifetimes + checkout.recordLifetimes + HookService.recordLifetimes
-            + ScaService.recordLifetimes + [
+            + ScaService.recordLifetimes + KycDocumentService.recordLifetimes + PayOutService.recordLifetimes + [
                 RecordLifetime(kept: CheckoutMerchantVault.shoppers, "with the user it points at").movingClearIds {
                     recordIds?.rekeyedScopedId($0)
                 },

@@ -170,6 +170,7 @@ public struct MangopayRoutes: RouteGroup {
         }
 
         OwnerAccountRoutes(services: services).register(on: &router)
+        PayOutRoutes(services: services).register(on: &router)
 
         router.post("/tokenize/:clientId/:id") { await api.tokenize($0) }
         router.add(.options, "/tokenize/:clientId/:id") { api.preflight($0) }

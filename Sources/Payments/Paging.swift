@@ -49,7 +49,7 @@ public struct PageRequest: Sendable, Equatable {
     }
 
     /// The requested page of `items`, sorted by `creationDate` (ties by id) in the requested direction.
-    func slice<T>(_ items: [T], creationDate: (T) -> Int64, id: (T) -> String) -> Page<T> {
+    public func slice<T>(_ items: [T], creationDate: (T) -> Int64, id: (T) -> String) -> Page<T> {
         let sorted = items.sorted { lhs, rhs in
             let (left, right) = (creationDate(lhs), creationDate(rhs))
             if left != right { return newestFirst ? left > right : left < right }

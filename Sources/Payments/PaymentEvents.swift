@@ -40,6 +40,10 @@ public enum EventType: String, Sendable, Codable, CaseIterable {
     case userCategoryUpdatedToOwner = "USER_CATEGORY_UPDATED_TO_OWNER"
     case userCategoryUpdatedToPayer = "USER_CATEGORY_UPDATED_TO_PAYER"
     case userClosed = "USER_CLOSED"
+    case payOutNormalCreated = "PAYOUT_NORMAL_CREATED"
+    case payOutNormalSucceeded = "PAYOUT_NORMAL_SUCCEEDED"
+    case payOutNormalFailed = "PAYOUT_NORMAL_FAILED"
+    case kycCreated = "KYC_CREATED"
 }
 
 /// One change of one resource, as `GET /events` lists it and hooks deliver it. Never holds card data: only the

@@ -88,6 +88,18 @@ public enum Collections {
     // MARK: SCA of OWNER users (OwnerAccounts)
     public static let scaEnrollments = "sca-enrollments"
 
+    // MARK: Bank accounts, bank-wire pay-outs and client wallets (Payouts); KYC documents (OwnerAccounts)
+    /// A user's or the client's bank accounts: `clientId:bankAccountId`.
+    public static let bankAccounts = "bank-accounts"
+    /// Index of a user's bank accounts: `clientId:userId:bankAccountId`.
+    public static let bankAccountsByUser = "bank-accounts-by-user"
+    public static let payOuts = "payouts"
+    /// The client's FEES and CREDIT wallets, once one has moved: `clientId:FEES_EUR`.
+    public static let clientWallets = "client-wallets"
+    public static let kycDocuments = "kyc-documents"
+    /// Index of a user's KYC documents: `clientId:userId:documentId`.
+    public static let kycDocumentsByUser = "kyc-documents-by-user"
+
     /// Every name above, for listings and the uniqueness test.
     public static let all: [String] = [
         clients, bearerTokens, users, wallets, walletsByUser, registrations, cards, cardsByUser, cardsByFingerprint,
@@ -98,6 +110,6 @@ public enum Collections {
         recurringRegistrations, transactionsByUser, transactionsByWallet, cardErasures,
         preauthorizations, depositPreauthorizations, holdsExpiring, webPayIns, hooks, hooksByEvent, hookSecrets,
         hookFailures, registrationDeadlines, sweeperState, idempotencyDeadlines, bearerTokenDeadlines,
-        scaEnrollments,
+        scaEnrollments, bankAccounts, bankAccountsByUser, payOuts, clientWallets, kycDocuments, kycDocumentsByUser,
     ]
 }

@@ -25,15 +25,7 @@ SDIST = pathlib.Path(os.environ.get("CARDVAULT_SDK_SDIST", ROOT / ".cache" / "sd
 FILES = ["test_users.py", "test_wallets.py", "test_refunds.py", "test_deposits.py", "test_clients.py"]
 
 # Live tests deliberately not run, with why. Keep this short.
-EXCLUDED = {
-    # KYC documents: CardVault verifies no identity (no documents, no pages, no review); a document stored only
-    # to be listed would pretend otherwise.
-    "tests/test_users.py::UserTestLive::test_Users_GetKycDocuments": "no KYC in CardVault",
-    # Bank accounts and bank-wire pay-outs (user and client) are not built yet: see docs/wire-binding.md.
-    "tests/test_users.py::PayOutsTestLive::test_PayOut_GetRefunds": "no bank accounts or pay-outs yet",
-    "tests/test_clients.py::ClientsTestLive::test_create_bank_account": "no bank accounts or pay-outs yet",
-    "tests/test_clients.py::ClientsTestLive::test_create_payout": "no client wallets or pay-outs yet",
-}
+EXCLUDED = {}
 
 def _tests_copy(daemon, api_key):
     if not SDIST.exists():
