@@ -58,7 +58,7 @@ import VaultStore
             bankWireRef: "invoice 1")
     }
 
-    func balance(_ clientId: String = "shop", _ walletId: String) async throws -> Int64 {
+    func balance(_ walletId: String, of clientId: String = "shop") async throws -> Int64 {
         try await services.wallets.get(clientId: clientId, id: walletId).balance
     }
 
@@ -148,7 +148,7 @@ import VaultStore
             try await payOuts.create(
                 clientId: "shop", request: request(otherUser, otherWallet, otherAccount, amount: 10, fees: 0))
         }
-        #expect(try await balance("other", otherWallet.id) == 1_000)
+        #expect(try await balance(otherWallet.id, of: "other") == 1_000)
         let made = try await payOuts.create(
             clientId: "other", request: request(otherUser, otherWallet, otherAccount, amount: 10, fees: 0))
         await #expect(throws: PaymentsError.notFound("PayOut", id: made.id)) {
