@@ -65,9 +65,14 @@ public struct PreauthorizationRoutes: RouteGroup {
                 try await handlers.capture(request, clientId: clientId, kind: .preauthorization)
             }
         }
-        router.post(base + "/payins/deposit-preauthorized/direct/full-capture") { request in
-            await api.authorized(request, idempotent: true) { clientId in
-                try await handlers.capture(request, clientId: clientId, kind: .deposit)
+        for (path, step) in [
+            ("/full-capture", PreauthorizationStateMachine.CaptureStep.capture),
+            ("/capture-with-complement", .priorToComplement), ("/complement", .complement),
+        ] {
+            router.post(base + "/payins/deposit-preauthorized/direct" + path) { request in
+                await api.authorized(request, idempotent: true) { clientId in
+                    try await handlers.capture(request, clientId: clientId, kind: .deposit, step: step)
+                }
             }
         }
     }
@@ -144,7 +149,8 @@ struct PreauthorizationHandlers: Sendable {
     }
 
     func capture(
-        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind
+        _ request: Request, clientId: String, kind: PreauthorizationStateMachine.Kind,
+        step: PreauthorizationStateMachine.CaptureStep = .capture
     ) async throws
         -> Response
     {
@@ -162,7 +168,7 @@ struct PreauthorizationHandlers: Sendable {
         try body.check()
         let made = try await services.preauthorizations.capture(
             clientId: clientId, request: capture, kind: kind,
-            multiCapture: request.headers["Idempotency-Key"] != nil)
+            multiCapture: request.headers["Idempotency-Key"] != nil, step: step)
         return MangopayResponse.json(MangopayWire.payIn(made, redirectURL: nil))
     }
 }

@@ -36,7 +36,8 @@ extension MangopayWire {
                 (
                     "PayinsLinked",
                     .object([
-                        ("PayinCaptureId", .text(hold?.captures.first?.payInId)), ("PayinComplementId", .null),
+                        ("PayinCaptureId", .text(hold?.captures.first?.payInId)),
+                        ("PayinComplementId", .text(hold?.complement?.payInId)),
                     ])
                 ),
                 ("ExpirationDate", .integer(hold?.expiresAt)), ("PaymentType", .string("CARD")),

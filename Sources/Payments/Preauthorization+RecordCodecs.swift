@@ -11,7 +11,7 @@ extension PreauthorizationStateMachine.Capture: BinarySchema {
 extension PreauthorizationStateMachine: BinarySchema {
     public static let binaryFields: [BinaryField<Self>] = [
         .raw(1, \.kind), .raw(2, \.paymentStatus), .int(3, \.authorized), .int(4, \.remaining), .int(5, \.expiresAt),
-        .bool(6, \.multiCapture), .records(7, \.captures),
+        .bool(6, \.multiCapture), .records(7, \.captures), .record(8, \.complement),
     ]
     public static var binaryBlank: Self { Self(kind: .preauthorization, authorized: 0, now: 0) }
 }

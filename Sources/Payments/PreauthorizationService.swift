@@ -222,17 +222,20 @@ public struct PreauthorizationService: Sendable {
     /// `request.creditedWalletId`. The pay-in, the wallet credit, the hold's new remaining funds and the events
     /// commit in one batch. `multiCapture`: the request carried an `Idempotency-Key`; without one, the first
     /// capture is the only one.
+    /// `step`: for a deposit, the full capture a complement will follow, or that complement (`DebitedFunds`
+    /// required, any positive amount beyond the hold).
     /// - Throws: ``PaymentsError`` `.invalidParameters` naming the wrong field (above the remaining funds, an
     ///   expired, canceled or not-authorized hold, another currency, ...).
     public func capture(
-        clientId: String, request: CaptureRequest, kind: PreauthorizationStateMachine.Kind, multiCapture: Bool
+        clientId: String, request: CaptureRequest, kind: PreauthorizationStateMachine.Kind, multiCapture: Bool,
+        step: PreauthorizationStateMachine.CaptureStep = .capture
     ) async throws -> PayIn {
         let holdField = kind == .preauthorization ? "PreauthorizationId" : "DepositId"
         var rules = FieldRules()
         rules.required(request.authorId, "AuthorId", maximum: 100)
         rules.required(request.creditedWalletId, "CreditedWalletId", maximum: 100)
         rules.required(request.holdId, holdField, maximum: 100)
-        if kind == .preauthorization || request.debitedFunds != nil {
+        if kind == .preauthorization || request.debitedFunds != nil || step == .complement {
             rules.funds(request.debitedFunds, "DebitedFunds", allowZero: false)
         }
         if kind == .preauthorization || request.fees != nil {
@@ -286,7 +289,7 @@ public struct PreauthorizationService: Sendable {
                 let outcome = try hold.handle(
                     .capture(
                         payInId: payInId, amount: debited.amount, multiCapture: multiCapture,
-                        authorized: held.machine.state == .succeeded, now: now))
+                        authorized: held.machine.state == .succeeded, now: now, step: step))
                 guard case .transitioned(let actions) = outcome else {
                     throw PaymentsError(.invalidState, "The capture changed nothing")
                 }
@@ -417,6 +420,8 @@ public struct PreauthorizationService: Sendable {
         case .multiCaptureNeedsIdempotencyKey:
             return PaymentsError.invalid(
                 "Idempotency-Key", "A further capture of a multi-captured preauthorization needs an Idempotency-Key.")
+        case .complementOfAPreauthorization:
+            return PaymentsError.invalid(field, "Only a deposit preauthorization is captured with a complement.")
         }
     }
 

@@ -6,9 +6,11 @@
 ///        │    ──cancel──► canceled
 ///        └────expire(now ≥ expiresAt)──► expired
 ///     validated ──capture (multi-capture only: the first and this capture carried an Idempotency-Key)──► validated
+///     waiting ──capture prior to complement (deposit, in full)──► toBeCompleted ──complement (any amount)──► validated
 ///
-/// A deposit is captured in full, once. `remaining` is always `authorized` minus the sum of the captures, exactly:
-/// a capture above it is refused, so it never goes negative and no subtraction can overflow.
+/// A deposit is captured in full, once, or in full and then complemented once beyond the hold (the complement is
+/// not a capture of the hold). `remaining` is always `authorized` minus the sum of the captures, exactly: a capture
+/// above it is refused, so it never goes negative and no subtraction can overflow.
 public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
     /// Which resource holds the funds.
     public enum Kind: String, Sendable, Equatable, Codable, CaseIterable {
@@ -24,6 +26,16 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
         case validated = "VALIDATED"
         case canceled = "CANCELED"
         case expired = "EXPIRED"
+        /// A deposit captured in full before a complement: the complement is still to come.
+        case toBeCompleted = "TO_BE_COMPLETED"
+    }
+
+    /// Which capture a deposit's capture is: the plain full capture, the full capture that a complement will follow
+    /// (`capture-with-complement`), or that complement (`complement`, funds beyond the hold).
+    public enum CaptureStep: Sendable, Equatable {
+        case capture
+        case priorToComplement
+        case complement
     }
 
     /// One capture: the pay-in it made and what it took.
@@ -41,7 +53,9 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
     public enum Event: Sendable, Equatable {
         /// Capture `amount` as the new pay-in `payInId`. `multiCapture`: the request carried an `Idempotency-Key`;
         /// `authorized`: the card authorization (3-D Secure) SUCCEEDED.
-        case capture(payInId: String, amount: Int64, multiCapture: Bool, authorized: Bool, now: Int64)
+        case capture(
+            payInId: String, amount: Int64, multiCapture: Bool, authorized: Bool, now: Int64,
+            step: CaptureStep = .capture)
         /// The merchant cancels the hold (`PUT` with `PaymentStatus: CANCELED`).
         case cancel(now: Int64)
         /// The sweeper (or a read) noticed the time.
@@ -76,6 +90,8 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
         case fullCaptureRequired(amount: Int64)
         /// The hold is multi-captured: every further capture needs an `Idempotency-Key`.
         case multiCaptureNeedsIdempotencyKey
+        /// Complements are for deposits only.
+        case complementOfAPreauthorization
     }
 
     /// The outcome of one event.
@@ -95,6 +111,9 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
     /// Set by a first capture with an `Idempotency-Key`: further captures may follow.
     public internal(set) var multiCapture: Bool
     public internal(set) var captures: [Capture]
+    /// A deposit's complement: funds charged beyond the hold after its capture prior to complement (not a capture
+    /// of the hold, so not in `captures`).
+    public internal(set) var complement: Capture?
 
     /// How long a hold lasts: 7 days for a preauthorization, 30 for a deposit.
     public static func lifetime(_ kind: Kind) -> Int64 {
@@ -120,14 +139,16 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
     /// Applies `event`; returns what to do, or throws ``Refusal``.
     public mutating func handle(_ event: Event) throws(Refusal) -> Outcome {
         switch event {
-        case .capture(let payInId, let amount, let multi, let authorizationSucceeded, let now):
+        case .capture(let payInId, let amount, let multi, let authorizationSucceeded, let now, let step):
+            if step != .capture, kind != .deposit { throw .complementOfAPreauthorization }
+            if step == .complement { return try complement(payInId: payInId, amount: amount) }
             return try capture(
                 payInId: payInId, amount: amount, multi: multi, authorizationSucceeded: authorizationSucceeded,
-                now: now)
+                now: now, beforeComplement: step == .priorToComplement)
         case .cancel(let now):
             switch paymentStatus {
             case .canceled: return .unchanged
-            case .validated, .expired: throw .notWaiting(paymentStatus)
+            case .validated, .expired, .toBeCompleted: throw .notWaiting(paymentStatus)
             case .waiting:
                 if now >= expiresAt { throw .expired }
                 paymentStatus = .canceled
@@ -141,10 +162,10 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
     }
 
     private mutating func capture(
-        payInId: String, amount: Int64, multi: Bool, authorizationSucceeded: Bool, now: Int64
+        payInId: String, amount: Int64, multi: Bool, authorizationSucceeded: Bool, now: Int64, beforeComplement: Bool
     ) throws(Refusal) -> Outcome {
         switch paymentStatus {
-        case .canceled, .expired: throw .notWaiting(paymentStatus)
+        case .canceled, .expired, .toBeCompleted: throw .notWaiting(paymentStatus)
         case .validated:
             guard kind == .preauthorization, multiCapture else { throw .notWaiting(.validated) }
             guard multi else { throw .multiCaptureNeedsIdempotencyKey }
@@ -160,10 +181,25 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
         guard paymentStatus == .waiting else {
             return .transitioned([.persist, .creditCapture(payInId: payInId, amount: amount)])
         }
+        if beforeComplement {
+            paymentStatus = .toBeCompleted
+            return .transitioned([.persist, .creditCapture(payInId: payInId, amount: amount), .stopExpiry])
+        }
         paymentStatus = .validated
         multiCapture = kind == .preauthorization && multi
         return .transitioned([
             .persist, .creditCapture(payInId: payInId, amount: amount), .stopExpiry, .emit(eventType(.validated)),
+        ])
+    }
+
+    /// The complement of a deposit captured in full: `amount` charged beyond the hold (`remaining` stays 0), once.
+    private mutating func complement(payInId: String, amount: Int64) throws(Refusal) -> Outcome {
+        guard paymentStatus == .toBeCompleted else { throw .notWaiting(paymentStatus) }
+        guard amount > 0 else { throw .amountNotPositive }
+        complement = Capture(payInId: payInId, amount: amount)
+        paymentStatus = .validated
+        return .transitioned([
+            .persist, .creditCapture(payInId: payInId, amount: amount), .emit(eventType(.validated)),
         ])
     }
 
@@ -178,6 +214,8 @@ public struct PreauthorizationStateMachine: Sendable, Equatable, Codable {
         case (.deposit, .validated): .depositPreauthorizationPaymentValidated
         case (.deposit, .canceled): .depositPreauthorizationPaymentCanceled
         case (.deposit, .expired): .depositPreauthorizationPaymentExpired
+        // Never emitted: a deposit waiting for its complement has moved its funds but is not validated yet.
+        case (_, .toBeCompleted): .depositPreauthorizationPaymentValidated
         }
     }
 }

@@ -128,6 +128,7 @@ import Testing
             case .aboveRemaining(let remaining): return "refused aboveRemaining(\(remaining))"
             case .fullCaptureRequired(let amount): return "refused fullCaptureRequired(\(amount))"
             case .multiCaptureNeedsIdempotencyKey: return "refused multiCaptureNeedsIdempotencyKey"
+            case .complementOfAPreauthorization: return "refused complementOfAPreauthorization"
             }
         case .success(.unchanged):
             return "unchanged"
@@ -170,6 +171,41 @@ import Testing
             }
         }
         #expect(pairs == 10 * Self.events.count)
+    }
+
+    @Test func aDepositIsCapturedInFullThenComplementedOnceBeyondTheHold() throws {
+        func capture(_ amount: Int64, _ step: Machine.CaptureStep) -> Machine.Event {
+            .capture(
+                payInId: "payin_\(amount)", amount: amount, multiCapture: false, authorized: true, now: Self.early,
+                step: step)
+        }
+        var deposit = Machine(kind: .deposit, authorized: 1000, now: Self.start)
+        #expect(throws: Machine.Refusal.notWaiting(.waiting)) { try deposit.handle(capture(200, .complement)) }
+        #expect(throws: Machine.Refusal.fullCaptureRequired(amount: 1000)) {
+            try deposit.handle(capture(900, .priorToComplement))
+        }
+        let prior = try deposit.handle(capture(1000, .priorToComplement))
+        #expect(prior == .transitioned([.persist, .creditCapture(payInId: "payin_1000", amount: 1000), .stopExpiry]))
+        #expect(deposit.paymentStatus == .toBeCompleted && deposit.remaining == 0)
+        #expect(throws: Machine.Refusal.notWaiting(.toBeCompleted)) { try deposit.handle(capture(1000, .capture)) }
+        #expect(throws: Machine.Refusal.notWaiting(.toBeCompleted)) { try deposit.handle(.cancel(now: Self.early)) }
+        #expect(try deposit.handle(.expire(now: deposit.expiresAt)) == .unchanged)
+        #expect(throws: Machine.Refusal.amountNotPositive) { try deposit.handle(capture(0, .complement)) }
+        // Beyond the hold: the complement is not bounded by what was authorized, and is no capture of the hold.
+        let complement = try deposit.handle(capture(5000, .complement))
+        #expect(
+            complement
+                == .transitioned([
+                    .persist, .creditCapture(payInId: "payin_5000", amount: 5000),
+                    .emit(.depositPreauthorizationPaymentValidated),
+                ]))
+        #expect(deposit.paymentStatus == .validated && deposit.complement?.amount == 5000)
+        #expect(deposit.remaining + deposit.captures.reduce(0) { $0 + $1.amount } == deposit.authorized)
+        #expect(throws: Machine.Refusal.notWaiting(.validated)) { try deposit.handle(capture(100, .complement)) }
+        var preauthorization = Machine(kind: .preauthorization, authorized: 1000, now: Self.start)
+        #expect(throws: Machine.Refusal.complementOfAPreauthorization) {
+            try preauthorization.handle(capture(1000, .priorToComplement))
+        }
     }
 
     @Test func holdsLastSevenAndThirtyDays() {

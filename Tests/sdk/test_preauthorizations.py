@@ -262,3 +262,37 @@ def test_deposit_is_created_read_listed_canceled_and_fully_captured(sdk):
             debited_funds=Money(amount=5000, currency="EUR"),
             fees=Money(amount=0, currency="EUR")).create_without_complement()
     assert balance(sdk, wallet) == 4750
+
+
+def test_deposit_is_captured_before_a_complement_then_complemented_beyond_the_hold(sdk):
+    """The SDK's `create_prior_to_complement` and `create_complement`: the full capture leaves the deposit
+    TO_BE_COMPLETED, the complement (any amount, beyond the hold) makes it VALIDATED, once; both credit the wallet."""
+    from mangopay.exceptions import APIError
+    from mangopay.utils import Money
+    user, wallet = payer(sdk)
+    card = register_card(sdk, user, fresh(FRICTIONLESS))
+    made = deposit(sdk, user, card, 5000)
+
+    def capture(amount, how):
+        payin = sdk.CardPreAuthorizedDepositPayIn(
+            author_id=user.id, credited_wallet_id=wallet.id, deposit_id=made.id,
+            debited_funds=Money(amount=amount, currency="EUR"), fees=Money(amount=0, currency="EUR"))
+        return getattr(payin, how)()
+
+    # No complement before the capture that announces it.
+    with pytest.raises(APIError):
+        capture(1200, "create_complement")
+    prior = capture(5000, "create_prior_to_complement")
+    assert prior["status"] == "SUCCEEDED" and balance(sdk, wallet) == 5000
+    waiting = sdk.Deposit.get(made.id)
+    assert waiting.payment_status == "TO_BE_COMPLETED"
+    assert waiting.payins_linked.payin_capture_id == prior["id"] and waiting.payins_linked.payin_complement_id is None
+    with pytest.raises(APIError):  # the deposit's funds are captured already
+        capture(5000, "create_without_complement")
+    complement = capture(1200, "create_complement")
+    assert complement["status"] == "SUCCEEDED" and balance(sdk, wallet) == 6200
+    done = sdk.Deposit.get(made.id)
+    assert done.payment_status == "VALIDATED" and done.payins_linked.payin_complement_id == complement["id"]
+    with pytest.raises(APIError):  # once
+        capture(100, "create_complement")
+    assert balance(sdk, wallet) == 6200
