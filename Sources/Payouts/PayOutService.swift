@@ -36,7 +36,11 @@ public struct PayOutService: Sendable {
         let account = try await bankAccount(clientId: clientId, request: request)
         let wallets = WalletService(environment: environment)
         let walletId = request.debitedWalletId!
-        guard let wallet = try? await wallets.get(clientId: clientId, id: walletId) else {
+        let wallet: Wallet
+        do {
+            wallet = try await wallets.get(clientId: clientId, id: walletId)
+        } catch let error as PaymentsError where error.code == .notFound {
+            // Only an unknown wallet is the request's fault; a store that cannot answer stays a store error.
             throw PaymentsError.invalid(
                 "DebitedWalletId", "The wallet \(Identifier.printable(walletId)) does not exist.")
         }
@@ -114,11 +118,15 @@ public struct PayOutService: Sendable {
 
     func bankAccount(clientId: String, request: PayOutRequest) async throws -> BankAccount {
         let id = request.bankAccountId!
-        guard let account = try? await BankAccountService(environment: environment).get(clientId: clientId, id: id),
-            account.active
-        else {
-            throw PaymentsError.invalid("BankAccountId", "The bank account \(Identifier.printable(id)) does not exist.")
+        let unknown = PaymentsError.invalid(
+            "BankAccountId", "The bank account \(Identifier.printable(id)) does not exist.")
+        let account: BankAccount
+        do {
+            account = try await BankAccountService(environment: environment).get(clientId: clientId, id: id)
+        } catch let error as PaymentsError where error.code == .notFound {
+            throw unknown
         }
+        guard account.active else { throw unknown }
         return account
     }
 
